@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Portaria: one package, the toolchain's modules and Debian's C libraries only.
+/// Layers: C libraries → PortariaCore (shared domain + contract) → PortariaWebSocket
+/// (wslay framing + event loop, shared by server and Linux client) → PortariaServer /
+/// PortariaClient → the `portaria` executable.
+let package = Package(
+    name: "Portaria",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .executable(name: "portaria", targets: ["portaria"]),
+        .library(name: "PortariaCore", targets: ["PortariaCore"]),
+        .library(name: "PortariaClient", targets: ["PortariaClient"]),
+    ],
+    targets: [
+        // MARK: C libraries (Debian -dev packages; module map + shim.h each)
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
+        .systemLibrary(name: "CWslay", providers: [.apt(["libwslay-dev"]), .brew(["wslay"])]),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+
+        // MARK: Swift layers
+        .target(name: "PortariaCore"),
+        .target(name: "PortariaWebSocket", dependencies: ["CWslay", "COpenSSL"]),
+        .target(name: "PortariaServer",
+                dependencies: ["PortariaCore", "PortariaWebSocket", "CMicroHTTPD",
+                               "CSQLite", "CLibPQ", "COpenSSL"]),
+        .target(name: "PortariaClient", dependencies: ["PortariaCore", "PortariaWebSocket"]),
+        .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient"]),
+
+        // MARK: Tests (Swift Testing)
+        .testTarget(name: "PortariaCoreTests", dependencies: ["PortariaCore"]),
+        .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer"]),
+        .testTarget(name: "PortariaEndToEndTests",
+                    dependencies: ["PortariaCore", "PortariaClient", "PortariaWebSocket"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

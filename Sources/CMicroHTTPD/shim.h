@@ -1,0 +1,88 @@
+#ifndef PORTARIA_CMICROHTTPD_SHIM_H
+#define PORTARIA_CMICROHTTPD_SHIM_H
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+
+/* Swift cannot call variadic C functions nor receive a va_list callback; these
+   wrappers give MHD_start_daemon and MHD_get_connection_info fixed signatures. */
+
+typedef void (*portaria_mhd_log_fn)(const char *message);
+
+static inline void portaria_mhd_logger(void *cls, const char *fmt, va_list ap) {
+    char buffer[512];
+    vsnprintf(buffer, sizeof buffer, fmt, ap);
+    portaria_mhd_log_fn sink = (portaria_mhd_log_fn)cls;
+    if (sink) sink(buffer);
+}
+
+struct portaria_mhd_config {
+    unsigned int flags;
+    const struct sockaddr *bind_address; /* IPv4 or IPv6, port included */
+    unsigned int thread_pool_size;
+    unsigned int connection_limit;
+    unsigned int per_ip_connection_limit;
+    unsigned int connection_timeout_seconds;
+    size_t connection_memory_limit;      /* bounds the request line + headers */
+    unsigned int listen_backlog;
+    MHD_AccessHandlerCallback access_handler;
+    void *access_handler_cls;
+    MHD_RequestCompletedCallback completed_handler;
+    void *completed_handler_cls;
+    portaria_mhd_log_fn log_sink;
+};
+
+static inline struct MHD_Daemon *portaria_mhd_start(const struct portaria_mhd_config *c) {
+    return MHD_start_daemon(c->flags | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL,
+        c->access_handler, c->access_handler_cls,
+        MHD_OPTION_EXTERNAL_LOGGER, portaria_mhd_logger, (void *)c->log_sink,
+        MHD_OPTION_SOCK_ADDR, c->bind_address,
+        MHD_OPTION_THREAD_POOL_SIZE, c->thread_pool_size,
+        MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_seconds,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, c->listen_backlog,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+        MHD_OPTION_NOTIFY_COMPLETED, c->completed_handler, c->completed_handler_cls,
+        MHD_OPTION_END);
+}
+
+/* MHD_Result is a closed enum that Swift imports with renamed cases; fixed names here. */
+static const enum MHD_Result portaria_mhd_yes = MHD_YES;
+static const enum MHD_Result portaria_mhd_no = MHD_NO;
+static const enum MHD_ValueKind portaria_mhd_header_kind = MHD_HEADER_KIND;
+static const enum MHD_ValueKind portaria_mhd_get_argument_kind = MHD_GET_ARGUMENT_KIND;
+static const enum MHD_ResponseMemoryMode portaria_mhd_respmem_must_copy = MHD_RESPMEM_MUST_COPY;
+
+/* Termination reasons as plain ints for logging. */
+static inline int portaria_mhd_termination_code(enum MHD_RequestTerminationCode code) { return (int)code; }
+
+/* The peer address of a connection (NULL if unknown). */
+static inline const struct sockaddr *portaria_mhd_client_address(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info ? info->client_addr : NULL;
+}
+
+/* The port actually bound (useful with port 0 in tests). */
+static inline uint16_t portaria_mhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+
+static inline unsigned int portaria_mhd_current_connections(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
+
+/* MHD_upgrade_action is variadic. */
+static inline enum MHD_Result portaria_mhd_upgrade_close(struct MHD_UpgradeResponseHandle *urh) {
+    return MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+#endif

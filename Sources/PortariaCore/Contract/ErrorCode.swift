@@ -1,0 +1,43 @@
+/// A stable, machine-readable error code of the API (`UPPER_SNAKE`).
+///
+/// A struct over string constants rather than an enum so that a client built against an
+/// older contract still decodes codes it has never seen.
+public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    // Transport and input
+    public static let invalidRequest = ErrorCode("INVALID_REQUEST")
+    public static let notFound = ErrorCode("NOT_FOUND")
+    public static let methodNotAllowed = ErrorCode("METHOD_NOT_ALLOWED")
+    public static let payloadTooLarge = ErrorCode("PAYLOAD_TOO_LARGE")
+    public static let unsupportedMediaType = ErrorCode("UNSUPPORTED_MEDIA_TYPE")
+    public static let rateLimited = ErrorCode("RATE_LIMITED")
+    public static let internalError = ErrorCode("INTERNAL_ERROR")
+    public static let serviceUnavailable = ErrorCode("SERVICE_UNAVAILABLE")
+
+    // Authentication and authorization
+    public static let unauthorized = ErrorCode("UNAUTHORIZED")
+    public static let forbidden = ErrorCode("FORBIDDEN")
+    public static let invalidCredentials = ErrorCode("INVALID_CREDENTIALS")
+    public static let invalidOTP = ErrorCode("INVALID_OTP")
+    public static let refreshTokenReused = ErrorCode("REFRESH_TOKEN_REUSED")
+    public static let invalidRefreshToken = ErrorCode("INVALID_REFRESH_TOKEN")
+    public static let companyRequired = ErrorCode("COMPANY_REQUIRED")
+
+    // Visits
+    public static let idempotencyKeyRequired = ErrorCode("IDEMPOTENCY_KEY_REQUIRED")
+    public static let idempotencyKeyMismatch = ErrorCode("IDEMPOTENCY_KEY_MISMATCH")
+    public static let requestInProgress = ErrorCode("REQUEST_IN_PROGRESS")
+    public static let visitAlreadyResolved = ErrorCode("VISIT_ALREADY_RESOLVED")
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// The one JSON dialect of the API: `snake_case` keys, UTC ISO-8601 timestamps with `Z`.
+///
+/// Types in the contract spell their coding keys in snake_case themselves (no key
+/// conversion strategy): the wire names are then visible in code and the same on every
+/// platform, and `JSONValue` dictionaries pass through untouched.
+public enum JSONCoding {
+    public static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Timestamp.format(date))
+        }
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = Timestamp.parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "expected an ISO-8601 UTC timestamp")
+            }
+            return date
+        }
+        return decoder
+    }
+}
+
+/// ISO-8601 UTC timestamps, `2026-11-29T14:32:05Z` (fractions accepted on input).
+public enum Timestamp {
+    public static func format(_ date: Date) -> String {
+        var seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        seconds -= days * 86_400
+        let (year, month, day) = civilDate(fromDays: days)
+        return String(format: "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ",
+                      year, month, day, seconds / 3600, (seconds % 3600) / 60, seconds % 60)
+    }
+
+    public static func parse(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+
+    /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+    private static func civilDate(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}

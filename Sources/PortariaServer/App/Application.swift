@@ -1,0 +1,43 @@
+import Foundation
+import PortariaCore
+
+/// One `portaria serve` process: the database, the HTTP/WebSocket listener and the
+/// routes of every capability, assembled in one place.
+public final class Application: Sendable {
+    public let configuration: ServerConfiguration
+    public let database: any SQLDatabase
+    public let server: HTTPServer
+    let log: Log
+
+    /// Opens and migrates the database, then registers every route. Does not listen yet.
+    public init(configuration: ServerConfiguration, log: Log = .shared) async throws {
+        self.configuration = configuration
+        self.log = log
+        database = try await DatabaseFactory.open(url: configuration.databaseURL)
+        let applied = try await Migrator().migrate(database)
+        if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
+
+        let router = Router()
+        SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
+            .register(on: router)
+        if configuration.benchRoutes { BenchRoutes().register(on: router) }
+
+        var http = HTTPServerConfiguration()
+        http.host = configuration.host
+        http.port = configuration.port
+        http.maxBodySize = configuration.maxBodySize
+        server = HTTPServer(router: router, configuration: http, log: log)
+    }
+
+    public func start() throws {
+        try server.start()
+        log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
+                               "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
+    }
+
+    public func shutdown() async {
+        await server.shutdown()
+        await database.close()
+        log.info("stopped")
+    }
+}

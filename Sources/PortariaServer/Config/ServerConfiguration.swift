@@ -1,0 +1,99 @@
+import Foundation
+
+/// Everything `portaria serve` is told on the command line or in the environment.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port: UInt16 = 8080
+    public var databaseURL = "sqlite://./portaria.db"
+    public var dataDirectory = "./portaria-data"
+    public var seedDemo = false
+    public var apnsKeyFile: String?
+    public var apnsKeyID: String?
+    public var apnsTeamID: String?
+    public var apnsTopic: String?
+    public var apnsEndpoint = "https://api.push.apple.com"
+    public var fcmServiceAccount: String?
+    public var fcmEndpoint = "https://fcm.googleapis.com"
+    public var caFile: String?
+    public var smsWebhook: String?
+    public var turnURL: String?
+    public var turnSecret: String?
+    public var gateLimit = 10
+    public var loginLimit = 10
+    public var maxBodySize = 1 << 20
+    /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
+    public var benchRoutes = false
+    /// Where `docs/openapi.yaml` is read from for `GET /v1/openapi.yaml`.
+    public var openAPIPath: String?
+
+    public init() {}
+
+    public static let databaseOptions: [OptionSpec] = [
+        OptionSpec("database", help: "sqlite:///abs/path.db (default sqlite://./portaria.db) or postgres://…"),
+    ]
+
+    public static let serveOptions: [OptionSpec] = databaseOptions + [
+        OptionSpec("host", help: "listen address (default 127.0.0.1)"),
+        OptionSpec("port", help: "listen port (default 8080)"),
+        OptionSpec("demo", takesValue: false, help: "seed the demo data when the database is empty"),
+        OptionSpec("data-dir", help: "photos and voice messages (default ./portaria-data)"),
+        OptionSpec("apns-key-file", help: "APNs token-auth key (.p8)"),
+        OptionSpec("apns-key-id", help: "APNs key id"),
+        OptionSpec("apns-team-id", help: "Apple team id"),
+        OptionSpec("apns-topic", help: "app bundle id"),
+        OptionSpec("apns-endpoint", help: "default https://api.push.apple.com"),
+        OptionSpec("fcm-service-account", help: "FCM v1 service-account JSON"),
+        OptionSpec("fcm-endpoint", help: "default https://fcm.googleapis.com"),
+        OptionSpec("ca-file", help: "extra CA bundle for outbound TLS"),
+        OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
+        OptionSpec("turn-url", help: "TURN server URL for video calls"),
+        OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret"),
+        OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
+        OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
+        OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
+        OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
+        OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
+    ]
+
+    /// Builds and validates the configuration; throws `UsageError` naming the bad option.
+    public static func from(_ options: ParsedOptions) throws -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        if let host = options.value("host") {
+            guard !host.isEmpty else { throw UsageError("--host must not be empty") }
+            configuration.host = host
+        }
+        configuration.port = UInt16(try options.integer("port", default: 8080, range: 0...65535))
+        if let database = options.value("database") {
+            guard database.hasPrefix("sqlite://") || database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+                throw UsageError("--database must be sqlite:///path.db or postgres://…, got '\(database.prefix(60))'")
+            }
+            configuration.databaseURL = database
+        }
+        configuration.dataDirectory = options.value("data-dir") ?? configuration.dataDirectory
+        configuration.seedDemo = options.flag("demo")
+        configuration.apnsKeyFile = options.value("apns-key-file")
+        configuration.apnsKeyID = options.value("apns-key-id")
+        configuration.apnsTeamID = options.value("apns-team-id")
+        configuration.apnsTopic = options.value("apns-topic")
+        configuration.apnsEndpoint = options.value("apns-endpoint") ?? configuration.apnsEndpoint
+        configuration.fcmServiceAccount = options.value("fcm-service-account")
+        configuration.fcmEndpoint = options.value("fcm-endpoint") ?? configuration.fcmEndpoint
+        configuration.caFile = options.value("ca-file")
+        configuration.smsWebhook = options.value("sms-webhook")
+        configuration.turnURL = options.value("turn-url")
+        configuration.turnSecret = options.value("turn-secret")
+        configuration.gateLimit = try options.integer("gate-limit", default: 10, range: 1...1_000_000)
+        configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
+        configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
+        configuration.openAPIPath = options.value("openapi-file")
+        configuration.benchRoutes = options.flag("enable-bench-routes")
+        let apns = [configuration.apnsKeyFile, configuration.apnsKeyID, configuration.apnsTeamID, configuration.apnsTopic]
+        if apns.contains(where: { $0 != nil }) && apns.contains(where: { $0 == nil }) {
+            throw UsageError("APNs needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic")
+        }
+        if (configuration.turnURL == nil) != (configuration.turnSecret == nil) {
+            throw UsageError("--turn-url and --turn-secret go together")
+        }
+        return configuration
+    }
+}

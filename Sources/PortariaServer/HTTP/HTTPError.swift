@@ -1,0 +1,91 @@
+import PortariaCore
+
+/// An error a handler throws to answer with the error envelope of DESIGN §3.
+public struct HTTPError: Error, Sendable, CustomStringConvertible {
+    public var status: Int
+    public var body: ErrorBody
+    public var headers: [(String, String)]
+
+    public init(status: Int, code: ErrorCode, message: String,
+                details: [String: JSONValue] = [:], headers: [(String, String)] = []) {
+        self.status = status
+        self.body = ErrorBody(code: code, message: message, details: details)
+        self.headers = headers
+    }
+
+    public var description: String { "\(status) \(body.code): \(body.message)" }
+
+    public var response: HTTPResponse {
+        var response = HTTPResponse.json(ErrorEnvelope(error: body), status: status, headers: headers)
+        if response.status == 500 && status != 500 { response.status = status }
+        return response
+    }
+
+    public static func invalidRequest(_ message: String, field: String? = nil) -> HTTPError {
+        var details: [String: JSONValue] = [:]
+        if let field { details["field"] = .string(field) }
+        return HTTPError(status: 400, code: .invalidRequest, message: message, details: details)
+    }
+
+    public static func notFound(_ message: String = "not found") -> HTTPError {
+        HTTPError(status: 404, code: .notFound, message: message)
+    }
+
+    public static func unauthorized(_ message: String = "authentication required") -> HTTPError {
+        HTTPError(status: 401, code: .unauthorized, message: message,
+                  headers: [("WWW-Authenticate", "Bearer")])
+    }
+
+    public static func forbidden(_ message: String = "permission denied") -> HTTPError {
+        HTTPError(status: 403, code: .forbidden, message: message)
+    }
+
+    /// Turns a JSON decoding failure into a 400 that names the field, in `a.b[2].c` form.
+    static func from(_ error: DecodingError) -> HTTPError {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            var text = ""
+            for key in codingPath + (last.map { [$0] } ?? []) {
+                if let index = key.intValue { text += "[\(index)]" }
+                else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+            }
+            return text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = path(context.codingPath, key)
+            return .invalidRequest("\(field) is required", field: field)
+        case .typeMismatch(let type, let context):
+            let field = path(context.codingPath)
+            if field.isEmpty { return .invalidRequest("the request body must be a JSON object") }
+            return .invalidRequest("\(field) must be \(describe(type))", field: field)
+        case .valueNotFound(let type, let context):
+            let field = path(context.codingPath)
+            return .invalidRequest("\(field) must be \(describe(type)), not null", field: field)
+        case .dataCorrupted(let context):
+            let field = path(context.codingPath)
+            if field.isEmpty { return .invalidRequest("the request body is not valid JSON") }
+            return .invalidRequest("\(field) is invalid: \(context.debugDescription)", field: field)
+        @unknown default:
+            return .invalidRequest("the request body is invalid")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "a boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type: return "an integer"
+        case is Double.Type, is Float.Type: return "a number"
+        default:
+            let name = String(describing: type)
+            if name.hasPrefix("Array") { return "an array" }
+            if name.hasPrefix("Dictionary") { return "an object" }
+            return "of type \(name)"
+        }
+    }
+}
+
+/// Thrown by validation code in handlers: a 400 naming the field.
+public func require(_ condition: Bool, field: String, _ message: @autoclosure () -> String) throws {
+    if !condition { throw HTTPError.invalidRequest(message(), field: field) }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import PortariaCore
+
+/// A complete HTTP request as handlers see it: headers and body fully received.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The path without the query string, percent-decoding left to the router.
+    public var path: String
+    /// Query arguments, already decoded by libmicrohttpd.
+    public var query: [String: String]
+    /// Header names lowercased.
+    public var headers: [String: String]
+    public var body: [UInt8]
+    public var requestID: String
+    public var clientAddress: String
+    /// Filled by the router from `{name}` segments.
+    public var pathParameters: [String: String] = [:]
+    /// Filled by the router: the pattern that matched, for logs and metrics.
+    public var route: String = ""
+
+    public init(method: String, path: String, query: [String: String] = [:],
+                headers: [String: String] = [:], body: [UInt8] = [],
+                requestID: String = UUID().uuidString, clientAddress: String = "") {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.requestID = requestID
+        self.clientAddress = clientAddress
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// A path parameter the route declared; a missing one is a programming error → 500.
+    public func parameter(_ name: String) throws -> String {
+        guard let value = pathParameters[name] else {
+            throw HTTPError(status: 500, code: .internalError, message: "route has no parameter \(name)")
+        }
+        return value
+    }
+
+    /// Decodes the JSON body, answering 415 for another media type and 400
+    /// `INVALID_REQUEST` naming the offending field for anything malformed.
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        if let contentType = header("content-type") {
+            let mediaType = contentType.split(separator: ";").first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? ""
+            guard mediaType == "application/json" || mediaType.hasSuffix("+json") else {
+                throw HTTPError(status: 415, code: .unsupportedMediaType,
+                                message: "expected Content-Type application/json, got \(mediaType)")
+            }
+        }
+        guard !body.isEmpty else {
+            throw HTTPError.invalidRequest("the request body must be a JSON object")
+        }
+        do {
+            return try JSONCoding.decoder().decode(T.self, from: Data(body))
+        } catch let error as DecodingError {
+            throw HTTPError.from(error)
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            throw HTTPError.invalidRequest("the request body is not valid JSON")
+        }
+    }
+}

@@ -1,0 +1,222 @@
+import CMicroHTTPD
+import Foundation
+import PortariaCore
+
+// The C callbacks libmicrohttpd calls on its own threads. They live here, as
+// non-isolated free functions, because a callback defined in main.swift would be
+// MainActor-isolated and trap at the isolation check on a libmicrohttpd thread.
+
+/// Per-request state, created when the headers arrive and released when libmicrohttpd
+/// reports the request complete. Only one party touches it at a time: the libmicrohttpd
+/// thread until the connection is suspended, the handler task until it resumes it.
+final class RequestContext: @unchecked Sendable {
+    let server: HTTPServer
+    var request: HTTPRequest
+    let startedAt = ContinuousClock.now
+    var declaredLength: Int?
+    var discardedBytes = 0
+    var bodyTooLarge = false
+    var response: HTTPResponse?
+    var handlerStarted = false
+    var route = "-"
+    var status = 0
+
+    init(server: HTTPServer, request: HTTPRequest) {
+        self.server = server
+        self.request = request
+    }
+}
+
+/// libmicrohttpd's connection pointer, carried into the handler task to resume it.
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+private func collectValues(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
+    final class Box { var values: [String: String] = [:]; let lower: Bool; init(_ lower: Bool) { self.lower = lower } }
+    let box = Box(lowercased)
+    _ = withExtendedLifetime(box) {
+        MHD_get_connection_values(connection, kind, { cls, _, key, value in
+            let box = Unmanaged<Box>.fromOpaque(cls!).takeUnretainedValue()
+            if let key {
+                let name = String(cString: key)
+                let text = value.map { String(cString: $0) } ?? ""
+                let finalName = box.lower ? name.lowercased() : name
+                // Repeated headers are joined as RFC 9110 §5.3 allows.
+                if let existing = box.values[finalName] { box.values[finalName] = existing + ", " + text }
+                else { box.values[finalName] = text }
+            }
+            return portaria_mhd_yes
+        }, Unmanaged.passUnretained(box).toOpaque())
+    }
+    return box.values
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+    context.status = response.status
+    let mhdResponse: OpaquePointer? = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                                        portaria_mhd_respmem_must_copy)
+    }
+    guard let mhdResponse else { return portaria_mhd_no }
+    defer { MHD_destroy_response(mhdResponse) }
+    for (name, value) in response.headers { _ = MHD_add_response_header(mhdResponse, name, value) }
+    _ = MHD_add_response_header(mhdResponse, "X-Request-Id", context.request.requestID)
+    return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+}
+
+/// Holds what the upgrade callback needs; retained until that callback runs.
+private final class UpgradeBox {
+    let upgrade: any WebSocketUpgrade
+    init(_ upgrade: any WebSocketUpgrade) { self.upgrade = upgrade }
+}
+
+private struct UpgradeHandle: @unchecked Sendable { let pointer: OpaquePointer }
+
+private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgrade,
+                          on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+    context.status = 101
+    let box = Unmanaged.passRetained(UpgradeBox(upgrade)).toOpaque()
+    guard let mhdResponse = MHD_create_response_for_upgrade({ cls, _, _, extraIn, extraInSize, socket, urh in
+        let box = Unmanaged<UpgradeBox>.fromOpaque(cls!).takeRetainedValue()
+        var buffered: [UInt8] = []
+        if let extraIn, extraInSize > 0 {
+            buffered = Array(UnsafeRawBufferPointer(start: extraIn, count: extraInSize))
+        }
+        let handle = UpgradeHandle(pointer: urh!)
+        box.upgrade.upgraded(socket: socket, bufferedInput: buffered, close: {
+            _ = portaria_mhd_upgrade_close(handle.pointer)
+        })
+    }, box) else {
+        Unmanaged<UpgradeBox>.fromOpaque(box).release()
+        return portaria_mhd_no
+    }
+    defer { MHD_destroy_response(mhdResponse) }
+    for (name, value) in response.headers { _ = MHD_add_response_header(mhdResponse, name, value) }
+    return MHD_queue_response(connection, 101, mhdResponse)
+}
+
+func portariaAccessHandler(
+    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+    url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+    uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>?,
+    contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let cls, let connection, let contextSlot, let uploadDataSize else { return portaria_mhd_no }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+
+    // First call: the request line and headers are in.
+    guard let existing = contextSlot.pointee else {
+        let headers = collectValues(connection, portaria_mhd_header_kind, lowercased: true)
+        let query = collectValues(connection, portaria_mhd_get_argument_kind, lowercased: false)
+        let clientRequestID = headers["x-request-id"].flatMap { id in
+            id.count <= 64 && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") } ? id : nil
+        }
+        let request = HTTPRequest(
+            method: method.map { String(cString: $0) } ?? "GET",
+            path: url.map { String(cString: $0) } ?? "/",
+            query: query, headers: headers,
+            requestID: clientRequestID ?? UUID().uuidString,
+            clientAddress: SocketAddress.describe(portaria_mhd_client_address(connection)))
+        let context = RequestContext(server: server, request: request)
+        server.inFlight.withLock { $0 += 1 }
+        contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+        if let length = headers["content-length"].flatMap(Int.init) {
+            context.declaredLength = length
+            if length > server.configuration.maxBodySize {
+                // Answer before reading the body: libmicrohttpd then skips "100 Continue"
+                // and closes the connection instead of swallowing a huge upload.
+                return queue(payloadTooLarge(server), on: connection, context: context)
+            }
+            context.request.body.reserveCapacity(length)
+        }
+        return portaria_mhd_yes
+    }
+    let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+
+    // Body bytes.
+    let size = uploadDataSize.pointee
+    if size > 0 {
+        if !context.bodyTooLarge && context.request.body.count + size > server.configuration.maxBodySize {
+            context.bodyTooLarge = true
+            context.request.body = []
+        }
+        if context.bodyTooLarge {
+            context.discardedBytes += size
+            // A chunked upload that keeps going past a generous margin is dropped outright.
+            if context.discardedBytes > 4 * server.configuration.maxBodySize { return portaria_mhd_no }
+        } else if let uploadData {
+            uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                context.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+            }
+        }
+        uploadDataSize.pointee = 0
+        return portaria_mhd_yes
+    }
+
+    // The request is complete.
+    if context.bodyTooLarge { return queue(payloadTooLarge(server), on: connection, context: context) }
+    if let response = context.response {
+        if let upgrade = response.upgrade {
+            return queueUpgrade(response, upgrade, on: connection, context: context)
+        }
+        return queue(response, on: connection, context: context)
+    }
+    guard !context.handlerStarted else { return portaria_mhd_yes }
+    context.handlerStarted = true
+    MHD_suspend_connection(connection)
+    let handle = ConnectionHandle(pointer: connection)
+    Task {
+        let (response, route) = await server.respond(to: context.request)
+        context.route = route
+        context.response = response
+        MHD_resume_connection(handle.pointer)
+    }
+    return portaria_mhd_yes
+}
+
+private func payloadTooLarge(_ server: HTTPServer) -> HTTPResponse {
+    HTTPError(status: 413, code: .payloadTooLarge,
+              message: "the request body exceeds \(server.configuration.maxBodySize) bytes").response
+}
+
+func portariaRequestCompleted(
+    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+    contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, reason: MHD_RequestTerminationCode
+) {
+    guard let contextSlot, let raw = contextSlot.pointee else { return }
+    contextSlot.pointee = nil
+    let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+    context.server.inFlight.withLock { $0 -= 1 }
+    let elapsed = ContinuousClock.now - context.startedAt
+    let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+    var fields: [String: JSONValue] = [
+        "request_id": .string(context.request.requestID),
+        "method": .string(context.request.method),
+        "route": .string(context.route),
+        "status": .number(Double(context.status)),
+        "latency_ms": .number((milliseconds * 1000).rounded() / 1000),
+    ]
+    let code = portaria_mhd_termination_code(reason)
+    if code != 0 { fields["termination"] = .string(terminationReason(code)) }
+    context.server.log.info("request", fields)
+}
+
+/// libmicrohttpd's `MHD_RequestTerminationCode` values (stable since 0.9).
+private func terminationReason(_ code: Int32) -> String {
+    switch code {
+    case 1: return "error"
+    case 2: return "timeout"
+    case 3: return "shutdown"
+    case 4: return "read_error"
+    case 5: return "client_abort"
+    default: return "other"
+    }
+}
+
+/// libmicrohttpd's own diagnostics (malformed requests it rejected itself, etc.).
+func portariaLibraryLog(_ message: UnsafePointer<CChar>?) {
+    guard let message else { return }
+    let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    Log.shared.warning("http", ["detail": .string(text)])
+}

@@ -1,0 +1,77 @@
+import Foundation
+import PortariaCore
+
+/// One versioned schema change. Statements are written in the SQL both databases accept;
+/// where they differ, `postgres` carries the PostgreSQL spelling.
+public struct Migration: Sendable {
+    public let version: Int
+    public let name: String
+    public let statements: [Statement]
+
+    public struct Statement: Sendable {
+        public let sql: String
+        public let postgres: String?
+        public init(_ sql: String, postgres: String? = nil) {
+            self.sql = sql
+            self.postgres = postgres
+        }
+        func text(for dialect: SQLDialect) -> String { dialect == .postgres ? (postgres ?? sql) : sql }
+    }
+
+    public init(version: Int, name: String, statements: [Statement]) {
+        self.version = version
+        self.name = name
+        self.statements = statements
+    }
+}
+
+/// Applies migrations in order, each in its own transaction, recording them in
+/// `schema_migrations`. Safe to run from several instances at once on PostgreSQL (an
+/// advisory lock serializes them) and idempotent.
+public struct Migrator: Sendable {
+    public let migrations: [Migration]
+
+    public init(migrations: [Migration] = Schema.migrations) {
+        precondition(Set(migrations.map(\.version)).count == migrations.count, "duplicate migration versions")
+        self.migrations = migrations.sorted { $0.version < $1.version }
+    }
+
+    /// Returns the versions it applied.
+    @discardableResult
+    public func migrate(_ database: any SQLDatabase) async throws -> [Int] {
+        try await database.write { connection in
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    applied_at BIGINT NOT NULL)
+                """, [])
+        }
+        var applied: [Int] = []
+        for migration in migrations {
+            let didApply = try await database.write { connection -> Bool in
+                if connection.dialect == .postgres {
+                    // Serializes concurrent migrators; released at commit.
+                    _ = try connection.query("SELECT pg_advisory_xact_lock(7246100) AS locked", [])
+                }
+                let done = try connection.queryOne("SELECT version FROM schema_migrations WHERE version = ?",
+                                                   .integer(Int64(migration.version)))
+                guard done == nil else { return false }
+                for statement in migration.statements {
+                    try connection.execute(statement.text(for: connection.dialect), [])
+                }
+                try connection.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                                       .integer(Int64(migration.version)), .text(migration.name), .date(Date()))
+                return true
+            }
+            if didApply { applied.append(migration.version) }
+        }
+        return applied
+    }
+
+    public func appliedVersions(_ database: any SQLDatabase) async throws -> [Int] {
+        try await database.read { connection in
+            try connection.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { $0.int("version").map(Int.init) }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import CLibPQ
+import Foundation
+import PortariaCore
+
+/// PostgreSQL through libpq: a pool of connections, statements prepared once per
+/// connection, every write in a transaction. Several `portaria serve` instances may share
+/// one database.
+public final class PostgresDatabase: SQLDatabase {
+    public let dialect = SQLDialect.postgres
+    private let pool: ConnectionPool<PostgresConnection>
+    let conninfo: String
+
+    public init(url: String, poolSize: Int = 8) async throws {
+        conninfo = Self.withDefaults(url)
+        let info = conninfo
+        // Connecting blocks; do it off the cooperative pool.
+        let connections: [PostgresConnection] = try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result {
+                    let first = try PostgresConnection(conninfo: info)
+                    return [first] + (try (1..<max(1, poolSize)).map { _ in try PostgresConnection(conninfo: info) })
+                }.map { UncheckedBox($0) })
+            }
+        }.value
+        pool = ConnectionPool(connections: connections, label: "portaria.postgres")
+    }
+
+    /// Adds a connect timeout unless the URL sets one, so an unreachable server is an
+    /// error within seconds instead of a hang.
+    static func withDefaults(_ url: String) -> String {
+        guard !url.contains("connect_timeout=") else { return url }
+        return url + (url.contains("?") ? "&" : "?") + "connect_timeout=5"
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await pool.withConnection { connection in
+            connection.resetIfBroken()
+            return try body(connection)
+        }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await pool.withConnection { connection in
+            connection.resetIfBroken()
+            try connection.simple("BEGIN")
+            do {
+                let value = try body(connection)
+                try connection.simple("COMMIT")
+                return value
+            } catch {
+                try? connection.simple("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func ping() async throws {
+        _ = try await read { try $0.query("SELECT 1 AS ok", []) }
+    }
+
+    public func close() async {
+        _ = pool.close()
+    }
+}

@@ -1,0 +1,62 @@
+import CSQLite
+import Foundation
+import PortariaCore
+
+/// The embedded default: one SQLite file in WAL mode, one writer connection (SQLite
+/// allows one writer at a time anyway, so queuing here is cheaper than busy-waiting in
+/// SQLite) and a pool of read-only connections that read concurrently with it.
+public final class SQLiteDatabase: SQLDatabase {
+    public let dialect = SQLDialect.sqlite
+    public let path: String
+    private let writer: ConnectionPool<SQLiteConnection>
+    private let readers: ConnectionPool<SQLiteConnection>
+
+    public init(path: String, readerCount: Int = 4) throws {
+        self.path = path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+            throw StorageError.unavailable("sqlite: directory \(directory) does not exist")
+        }
+        let writerConnection = try SQLiteConnection(path: path, readOnly: false)
+        // WAL lets readers proceed while the writer commits; FULL makes every commit
+        // durable before the HTTP answer leaves (an accepted action survives a power cut,
+        // not only a process crash).
+        try writerConnection.run("PRAGMA journal_mode = WAL")
+        try writerConnection.run("PRAGMA synchronous = FULL")
+        writer = ConnectionPool(connections: [writerConnection], label: "portaria.sqlite.writer")
+        readers = ConnectionPool(connections: try (0..<max(1, readerCount)).map { _ in
+            try SQLiteConnection(path: path, readOnly: true)
+        }, label: "portaria.sqlite.readers")
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await readers.withConnection { connection in
+            try connection.run("BEGIN DEFERRED")
+            defer { try? connection.run("COMMIT") }
+            return try body(connection)
+        }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await writer.withConnection { connection in
+            try connection.run("BEGIN IMMEDIATE")
+            do {
+                let value = try body(connection)
+                try connection.run("COMMIT")
+                return value
+            } catch {
+                try? connection.run("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func ping() async throws {
+        _ = try await readers.withConnection { try $0.query("SELECT 1 AS ok", []) }
+    }
+
+    public func close() async {
+        _ = writer.close()
+        _ = readers.close()
+    }
+}

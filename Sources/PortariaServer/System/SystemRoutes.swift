@@ -1,0 +1,62 @@
+import Foundation
+import PortariaCore
+
+/// `/healthz` and the served contract.
+struct SystemRoutes {
+    let database: any SQLDatabase
+    let openAPIPath: String
+
+    struct Health: Codable, Sendable {
+        var status: String
+        var database: String
+    }
+
+    /// `docs/openapi.yaml` next to the working directory, or next to the executable's
+    /// checkout (`.build/<config>/portaria` → `../../docs`).
+    static func defaultOpenAPIPath() -> String {
+        let candidates = [
+            FileManager.default.currentDirectoryPath + "/docs/openapi.yaml",
+            URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+                .deletingLastPathComponent().appendingPathComponent("../../../docs/openapi.yaml").standardized.path,
+            URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+                .deletingLastPathComponent().appendingPathComponent("../../docs/openapi.yaml").standardized.path,
+            "/usr/share/portaria/openapi.yaml",
+        ]
+        return candidates.first { FileManager.default.fileExists(atPath: $0) } ?? candidates[0]
+    }
+
+    func register(on router: Router) {
+        let database = database
+        router.get("/healthz") { _ in
+            do {
+                try await database.ping()
+                return .json(Health(status: "ok", database: "ok"))
+            } catch {
+                var response = HTTPResponse.json(Health(status: "unavailable", database: "unreachable"), status: 503)
+                response.headers.append(("Retry-After", "5"))
+                return response
+            }
+        }
+        let path = openAPIPath
+        let cached = Locked<[UInt8]?>(nil)
+        router.get("/v1/openapi.yaml") { _ in
+            if let body = cached.current { return HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: body) }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw HTTPError.notFound("the OpenAPI document is not installed on this server")
+            }
+            let body = Array(data)
+            cached.withLock { $0 = body }
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: body)
+        }
+    }
+}
+
+/// Routes that exist only for `make bench` (`--enable-bench-routes`).
+struct BenchRoutes {
+    func register(on router: Router) {
+        router.post("/v1/bench/echo") { request in
+            let value = try request.decode(JSONValue.self)
+            return .json(value)
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import PortariaCore
+import PortariaServer
+
+/// `portaria serve | migrate | admin … | client …`. Mistakes print one readable line and
+/// exit non-zero; nothing prints a stack trace.
+enum CommandLineTool {
+    static let usage = """
+        usage: portaria <command> [options]
+
+        commands:
+          serve      run the HTTP/WebSocket server
+          migrate    apply database migrations and exit
+          help       this text
+
+        serve options:
+        \(ParsedOptions.usage(ServerConfiguration.serveOptions))
+        """
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard let command = arguments.first else {
+            print(usage)
+            return 64
+        }
+        let rest = Array(arguments.dropFirst())
+        do {
+            switch command {
+            case "serve": return try await serve(rest)
+            case "migrate": return try await migrate(rest)
+            case "help", "--help", "-h":
+                print(usage)
+                return 0
+            default:
+                throw UsageError("unknown command '\(command)' (try portaria help)")
+            }
+        } catch let error as UsageError {
+            fail("portaria: \(error.description)")
+            return 64
+        } catch let error as StorageError {
+            fail("portaria: \(error.description)")
+            return 69
+        } catch let error as ServerStartError {
+            fail("portaria: \(error.description)")
+            return 69
+        } catch {
+            fail("portaria: \(error)")
+            return 1
+        }
+    }
+
+    static func fail(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    static func serve(_ arguments: [String]) async throws -> Int32 {
+        if arguments.contains("--help") { print(usage); return 0 }
+        let options = try ParsedOptions.parse(arguments, specs: ServerConfiguration.serveOptions)
+        guard options.positional.isEmpty else { throw UsageError("unexpected argument '\(options.positional[0])'") }
+        let configuration = try ServerConfiguration.from(options)
+        let application = try await Application(configuration: configuration)
+        try application.start()
+        await ShutdownSignal.wait()
+        await application.shutdown()
+        return 0
+    }
+
+    static func migrate(_ arguments: [String]) async throws -> Int32 {
+        let options = try ParsedOptions.parse(arguments, specs: ServerConfiguration.databaseOptions)
+        guard options.positional.isEmpty else { throw UsageError("unexpected argument '\(options.positional[0])'") }
+        let configuration = try ServerConfiguration.from(options)
+        let database = try await DatabaseFactory.open(url: configuration.databaseURL)
+        let applied = try await Migrator().migrate(database)
+        let all = try await Migrator().appliedVersions(database)
+        await database.close()
+        print(applied.isEmpty ? "schema up to date (version \(all.last ?? 0))"
+              : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema at version \(all.last ?? 0)")
+        return 0
+    }
+}
+
+/// Waits for SIGTERM or SIGINT.
+enum ShutdownSignal {
+    static func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let fired = Locked(false)
+            var sources: [DispatchSourceSignal] = []
+            for number in [SIGTERM, SIGINT] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler {
+                    let first = fired.withLock { value -> Bool in
+                        defer { value = true }
+                        return !value
+                    }
+                    if first { continuation.resume() }
+                }
+                source.resume()
+                sources.append(source)
+            }
+            SignalSources.keep(sources)
+        }
+    }
+}
+
+/// Keeps the signal sources alive for the life of the process.
+enum SignalSources {
+    nonisolated(unsafe) static var retained: [DispatchSourceSignal] = []
+    static func keep(_ sources: [DispatchSourceSignal]) { retained = sources }
+}

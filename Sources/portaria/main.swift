@@ -1,0 +1,7 @@
+import Foundation
+import PortariaServer
+
+// Top-level code here is MainActor-isolated: keep C callbacks out of this file.
+signal(SIGPIPE, SIG_IGN)
+let exitCode = await CommandLineTool.run(Array(CommandLine.arguments.dropFirst()))
+exit(exitCode)
