@@ -23,13 +23,16 @@ let package = Package(
                        providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
         // MARK: Swift layers
         .target(name: "PortariaCore"),
         .target(name: "PortariaWebSocket", dependencies: ["CWslay", "COpenSSL"]),
         .target(name: "PortariaServer",
                 dependencies: ["PortariaCore", "PortariaWebSocket", "CMicroHTTPD",
-                               "CSQLite", "CLibPQ", "COpenSSL"]),
+                               "CSQLite", "CLibPQ", "COpenSSL", "CArgon2", "CCurl"]),
         .target(name: "PortariaClient", dependencies: ["PortariaCore", "PortariaWebSocket"]),
         .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient"]),
 

@@ -17,7 +17,22 @@ public final class Application: Sendable {
         let applied = try await Migrator().migrate(database)
         if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
 
+        if configuration.seedDemo { try await DemoData.seedIfEmpty(database, log: log) }
+        let secrets = try await ServiceSecrets.loadOrCreate(database)
+        let outbound = OutboundHTTPClient(caFile: configuration.caFile)
+        let sms: any SmsSender
+        if let webhook = configuration.smsWebhook {
+            sms = WebhookSmsSender(url: webhook, client: outbound)
+        } else {
+            sms = LogSmsSender(log: log)
+            log.warning("no --sms-webhook: OTP codes are written to this log (development only)")
+        }
+        let auth = AuthService(database: database, secrets: secrets, sms: sms,
+                               loginLimitPerAccount: configuration.loginLimit, log: log)
+        let authenticator = Authenticator(database: database, jwt: secrets.jwt)
+
         let router = Router()
+        AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         if configuration.benchRoutes { BenchRoutes().register(on: router) }

@@ -1,0 +1,287 @@
+import Foundation
+import PortariaCore
+
+/// Login by password and by SMS code, refresh rotation with reuse detection, logout.
+/// Every rule here comes from DESIGN "Security rules" (ASVS 5.0, RFC 8725, RFC 9700).
+public struct AuthService: Sendable {
+    public let database: any SQLDatabase
+    public let accounts: AccountStore
+    public let limiter: RateLimiter
+    public let secrets: ServiceSecrets
+    public let hasher: PasswordHasher
+    public let sms: any SmsSender
+    public let log: Log
+    public var loginLimitPerAccount: Int
+    public var now: @Sendable () -> Date = { Date() }
+
+    public static let accessTokenLifetime: TimeInterval = 15 * 60
+    public static let sessionLifetime: TimeInterval = 30 * 24 * 3600
+    public static let loginWindow: TimeInterval = 15 * 60
+    public static let otpLifetime: TimeInterval = 10 * 60
+    public static let otpMaxAttempts = 5
+    public static let otpTokenLifetime: TimeInterval = 5 * 60
+    public static let otpSendWindow: TimeInterval = 10 * 60
+    public static let otpSendsPerPhone = 3
+    public static let otpSendsPerIP = 10
+    public static let otpVerifiesPerIP = 30
+
+    public init(database: any SQLDatabase, secrets: ServiceSecrets, sms: any SmsSender,
+                loginLimitPerAccount: Int = 10, log: Log = .shared) {
+        self.database = database
+        self.accounts = AccountStore(database: database)
+        self.limiter = RateLimiter(database: database)
+        self.secrets = secrets
+        self.hasher = PasswordHasher()
+        self.sms = sms
+        self.loginLimitPerAccount = loginLimitPerAccount
+        self.log = log
+    }
+
+    /// Failed logins from one address before 429: many people share a building's NAT,
+    /// so this is wider than the per-account limit.
+    var loginLimitPerIP: Int { loginLimitPerAccount * 10 }
+
+    // MARK: Password login
+
+    public func login(_ body: LoginRequest, clientAddress: String) async throws -> LoginResponse {
+        try require(!body.username.isEmpty, field: "username", "username is required")
+        try require(body.username.utf8.count <= 128, field: "username", "username is too long")
+        try require(!body.password.isEmpty, field: "password", "password is required")
+        try require(body.password.utf8.count <= 1024, field: "password", "password is too long")
+        let username = body.username.lowercased()
+        let accountBucket = "login:user:" + username
+        let ipBucket = "login:ip:" + clientAddress
+
+        for (bucket, limit) in [(accountBucket, loginLimitPerAccount), (ipBucket, loginLimitPerIP)] {
+            let window = try await limiter.peek(bucket, window: Self.loginWindow, now: now())
+            if window.count >= limit { throw Self.rateLimited(retryAfter: window.retryAfter) }
+        }
+
+        let user = try await accounts.user(username: username)
+        let usable = user.flatMap { $0.disabled ? nil : $0.passwordHash }
+        let valid = await hasher.verify(body.password, against: usable)
+        guard valid, let user else {
+            try await limiter.hit(accountBucket, window: Self.loginWindow, now: now())
+            try await limiter.hit(ipBucket, window: Self.loginWindow, now: now())
+            log.info("login failed", ["ip": .string(clientAddress)])
+            throw HTTPError(status: 401, code: .invalidCredentials, message: "usuário ou senha inválidos")
+        }
+        try await limiter.reset(accountBucket)
+        return try await issueSession(for: user)
+    }
+
+    static func rateLimited(retryAfter: Int) -> HTTPError {
+        HTTPError(status: 429, code: .rateLimited, message: "too many attempts; try again later",
+                  details: ["retry_after": .number(Double(max(1, retryAfter)))],
+                  headers: [("Retry-After", String(max(1, retryAfter)))])
+    }
+
+    /// Starts a session (refresh-token family) and answers with the login body.
+    func issueSession(for user: UserRecord) async throws -> LoginResponse {
+        let sessionID = UUID().uuidString.lowercased()
+        let refresh = Crypto.opaqueToken()
+        let issuedAt = now()
+        try await database.write { db in
+            try db.execute("INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                           .text(sessionID), .text(user.id), .date(issuedAt),
+                           .date(issuedAt.addingTimeInterval(Self.sessionLifetime)))
+            try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
+                           .text(Crypto.tokenHash(refresh)), .text(sessionID), .date(issuedAt))
+        }
+        return try await loginBody(user: user, sessionID: sessionID, refreshToken: refresh, issuedAt: issuedAt)
+    }
+
+    func loginBody(user: UserRecord, sessionID: String, refreshToken: String, issuedAt: Date) async throws -> LoginResponse {
+        LoginResponse(jwtToken: accessToken(userID: user.id, sessionID: sessionID, issuedAt: issuedAt),
+                      refreshToken: refreshToken, expiresIn: Int(Self.accessTokenLifetime),
+                      userID: user.id, master: user.master, driver: user.driver,
+                      companies: try await accounts.companyGrants(userID: user.id))
+    }
+
+    func accessToken(userID: String, sessionID: String, issuedAt: Date) -> String {
+        let iat = Int64(issuedAt.timeIntervalSince1970)
+        return secrets.jwt.sign(AccessClaims(iss: JWTCodec.issuer, aud: JWTCodec.audience, sub: userID, sid: sessionID,
+                                             iat: iat, exp: iat + Int64(Self.accessTokenLifetime),
+                                             jti: Base64URL.encode(Crypto.randomBytes(12))))
+    }
+
+    // MARK: Refresh rotation (RFC 9700 §4.14.2)
+
+    private enum RefreshOutcome: Sendable {
+        case rotated(userID: String, sessionID: String)
+        case reused
+        case invalid
+    }
+
+    public func refresh(_ body: RefreshRequest) async throws -> LoginResponse {
+        try require(!body.refreshToken.isEmpty && body.refreshToken.utf8.count <= 512, field: "refresh_token",
+                    "refresh_token is invalid")
+        let presented = Crypto.tokenHash(body.refreshToken)
+        let next = Crypto.opaqueToken()
+        let at = now()
+        let outcome = try await database.write { db -> RefreshOutcome in
+            guard let row = try db.queryOne("""
+                SELECT r.session_id, r.spent_at, s.user_id, s.expires_at, s.revoked_at, u.disabled
+                FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN users u ON u.id = s.user_id
+                WHERE r.token_hash = ?\(db.dialect.forUpdate)
+                """, .text(presented)),
+                  let sessionID = row.string("session_id"), let userID = row.string("user_id") else { return .invalid }
+            if row.int("revoked_at") != nil || (row.date("expires_at") ?? .distantPast) <= at || row.bool("disabled") == true {
+                return .invalid
+            }
+            // Marking spent only if still unspent makes two racing refreshes of one token
+            // count as reuse for the loser.
+            let claimed = try db.execute("UPDATE refresh_tokens SET spent_at = ? WHERE token_hash = ? AND spent_at IS NULL",
+                                         .date(at), .text(presented))
+            if row.int("spent_at") != nil || claimed == 0 {
+                try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = 'refresh_token_reused' WHERE id = ? AND revoked_at IS NULL",
+                               .date(at), .text(sessionID))
+                return .reused
+            }
+            try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
+                           .text(Crypto.tokenHash(next)), .text(sessionID), .date(at))
+            return .rotated(userID: userID, sessionID: sessionID)
+        }
+        switch outcome {
+        case .invalid:
+            throw HTTPError(status: 401, code: .invalidRefreshToken, message: "refresh token is invalid or expired")
+        case .reused:
+            log.warning("refresh token reuse: session revoked")
+            throw HTTPError(status: 401, code: .refreshTokenReused,
+                            message: "refresh token was already used; the session has been revoked")
+        case .rotated(let userID, let sessionID):
+            guard let user = try await accounts.user(id: userID) else {
+                throw HTTPError(status: 401, code: .invalidRefreshToken, message: "refresh token is invalid or expired")
+            }
+            return try await loginBody(user: user, sessionID: sessionID, refreshToken: next, issuedAt: at)
+        }
+    }
+
+    // MARK: Logout
+
+    public func revokeSession(id: String, reason: String) async throws {
+        let at = now()
+        try await database.write { db in
+            try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+                           .date(at), .text(reason), .text(id))
+        }
+    }
+
+    /// The session a refresh token belongs to (spent or not), for logout.
+    public func sessionID(forRefreshToken token: String) async throws -> String? {
+        let hash = Crypto.tokenHash(token)
+        return try await database.read { db in
+            try db.queryOne("SELECT session_id FROM refresh_tokens WHERE token_hash = ?", .text(hash))?.string("session_id")
+        }
+    }
+
+    // MARK: SMS one-time codes
+
+    /// `+5511999990001` form: digits with an optional leading `+`, separators removed.
+    static func normalizePhone(_ raw: String) -> String? {
+        let trimmed = raw.filter { !" -().".contains($0) }
+        let digits = trimmed.hasPrefix("+") ? String(trimmed.dropFirst()) : trimmed
+        guard (10...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return "+" + digits
+    }
+
+    func codeHash(phone: String, code: String) -> String {
+        Crypto.hmacSHA256(key: secrets.otpPepper, data: Array("\(phone):\(code)".utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Answers the same whether or not the phone belongs to someone; the SMS goes out in
+    /// the background so the answer's timing does not tell either.
+    public func sendOTP(_ body: OTPSendRequest, clientAddress: String) async throws {
+        guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone) else {
+            throw HTTPError.invalidRequest("phone must be a phone number with country code, e.g. +5511999990001", field: "phone")
+        }
+        let at = now()
+        let perPhone = try await limiter.hit("otp:send:phone:" + phone, window: Self.otpSendWindow, now: at)
+        let perIP = try await limiter.hit("otp:send:ip:" + clientAddress, window: Self.otpSendWindow, now: at)
+        if perPhone.count > Self.otpSendsPerPhone { throw Self.rateLimited(retryAfter: perPhone.retryAfter) }
+        if perIP.count > Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: perIP.retryAfter) }
+        guard let user = try await accounts.user(phone: phone), !user.disabled else { return }
+        let code = Self.randomCode()
+        let hash = codeHash(phone: phone, code: code)
+        try await database.write { db in
+            // A new code replaces any earlier one for this phone.
+            try db.execute("UPDATE otp_codes SET consumed_at = ? WHERE phone = ? AND consumed_at IS NULL", .date(at), .text(phone))
+            try db.execute("""
+                INSERT INTO otp_codes (id, phone, code_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
+                """, .text(UUID().uuidString.lowercased()), .text(phone), .text(hash), .date(at),
+                     .date(at.addingTimeInterval(Self.otpLifetime)))
+        }
+        let sms = sms
+        let log = log
+        Task {
+            do {
+                try await sms.send(to: phone, message: "Portaria: seu código de acesso é \(code). Ele expira em 10 minutos. Não compartilhe.")
+            } catch {
+                log.error("sms send failed", ["error": .string(String(describing: error))])
+            }
+        }
+    }
+
+    /// Six uniformly random digits (rejection sampling avoids modulo bias).
+    static func randomCode() -> String {
+        while true {
+            let bytes = Crypto.randomBytes(4)
+            let value = bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            if value < 4_294_000_000 { return String(format: "%06u", value % 1_000_000) }
+        }
+    }
+
+    private enum OTPOutcome: Sendable { case valid(phone: String), invalid }
+
+    public func verifyOTP(_ body: OTPVerifyRequest, clientAddress: String) async throws -> OTPVerifyResponse {
+        guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone) else {
+            throw HTTPError.invalidRequest("phone must be a phone number with country code", field: "phone")
+        }
+        try require(body.code.count == 6 && body.code.allSatisfy { $0.isASCII && $0.isNumber }, field: "code",
+                    "code must be 6 digits")
+        let at = now()
+        let perIP = try await limiter.hit("otp:verify:ip:" + clientAddress, window: Self.otpSendWindow, now: at)
+        if perIP.count > Self.otpVerifiesPerIP { throw Self.rateLimited(retryAfter: perIP.retryAfter) }
+        let presented = codeHash(phone: phone, code: body.code)
+        let maxAttempts = Self.otpMaxAttempts
+        let outcome = try await database.write { db -> OTPOutcome in
+            guard let row = try db.queryOne("""
+                SELECT id, code_hash, attempts FROM otp_codes
+                WHERE phone = ? AND consumed_at IS NULL AND expires_at > ? AND attempts < ?
+                ORDER BY created_at DESC LIMIT 1\(db.dialect.forUpdate)
+                """, .text(phone), .date(at), .integer(Int64(maxAttempts))),
+                  let id = row.string("id"), let stored = row.string("code_hash") else { return .invalid }
+            try db.execute("UPDATE otp_codes SET attempts = attempts + 1 WHERE id = ?", .text(id))
+            guard Crypto.constantTimeEquals(Array(stored.utf8), Array(presented.utf8)) else { return .invalid }
+            try db.execute("UPDATE otp_codes SET consumed_at = ? WHERE id = ?", .date(at), .text(id))
+            return .valid(phone: phone)
+        }
+        guard case .valid(let verifiedPhone) = outcome,
+              let user = try await accounts.user(phone: verifiedPhone), !user.disabled else {
+            throw HTTPError(status: 401, code: .invalidOTP, message: "código inválido ou expirado")
+        }
+        let token = Crypto.opaqueToken()
+        try await database.write { db in
+            try db.execute("INSERT INTO otp_tokens (token_hash, user_id, expires_at) VALUES (?, ?, ?)",
+                           .text(Crypto.tokenHash(token)), .text(user.id), .date(at.addingTimeInterval(Self.otpTokenLifetime)))
+        }
+        return OTPVerifyResponse(otpToken: token)
+    }
+
+    public func generateAccessToken(_ body: GenerateAccessTokenRequest) async throws -> LoginResponse {
+        try require(!body.otpToken.isEmpty && body.otpToken.utf8.count <= 512, field: "otp_token", "otp_token is invalid")
+        let hash = Crypto.tokenHash(body.otpToken)
+        let at = now()
+        let userID = try await database.write { db -> String? in
+            guard let row = try db.queryOne("SELECT user_id FROM otp_tokens WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?\(db.dialect.forUpdate)",
+                                            .text(hash), .date(at)),
+                  let userID = row.string("user_id") else { return nil }
+            let claimed = try db.execute("UPDATE otp_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL", .date(at), .text(hash))
+            return claimed == 1 ? userID : nil
+        }
+        guard let userID, let user = try await accounts.user(id: userID), !user.disabled else {
+            throw HTTPError(status: 401, code: .invalidOTP, message: "otp_token is invalid, expired or already used")
+        }
+        return try await issueSession(for: user)
+    }
+}

@@ -1,0 +1,68 @@
+import COpenSSL
+import Foundation
+
+/// The few primitives auth needs, all from OpenSSL's libcrypto.
+public enum Crypto {
+    /// Cryptographically secure random bytes (OpenSSL's CSPRNG).
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        guard RAND_bytes(&bytes, Int32(count)) == 1 else {
+            fatalError("OpenSSL RAND_bytes failed: no secure randomness, refusing to continue")
+        }
+        return bytes
+    }
+
+    public static func hmacSHA256(key: [UInt8], data: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        _ = key.withUnsafeBufferPointer { keyBuffer in
+            data.withUnsafeBufferPointer { dataBuffer in
+                HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count),
+                     dataBuffer.baseAddress, dataBuffer.count, &output, &length)
+            }
+        }
+        return Array(output.prefix(Int(length)))
+    }
+
+    public static func sha256(_ data: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        _ = data.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &output) }
+        return output
+    }
+
+    /// Compares in time independent of where the inputs differ.
+    public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { aBytes in
+            b.withUnsafeBytes { bBytes in CRYPTO_memcmp(aBytes.baseAddress, bBytes.baseAddress, a.count) == 0 }
+        }
+    }
+
+    /// A random opaque token (32 bytes, base64url): refresh tokens, OTP tokens, tickets.
+    public static func opaqueToken() -> String { Base64URL.encode(randomBytes(32)) }
+
+    /// What the database keeps of an opaque token: its SHA-256, hex. A leaked table gives
+    /// no usable token.
+    public static func tokenHash(_ token: String) -> String {
+        sha256(Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// Base64url without padding (RFC 4648 §5), as JWTs use.
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = base64.count % 4
+        if remainder == 1 { return nil }
+        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: base64).map(Array.init)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import PortariaCore
+
+/// An HS256 signing key with its id (`kid`). Several may be active during rotation.
+public struct SigningKey: Sendable {
+    public let id: String
+    public let secret: [UInt8]
+    public init(id: String, secret: [UInt8]) {
+        self.id = id
+        self.secret = secret
+    }
+}
+
+/// The claims of a Portaria access token.
+public struct AccessClaims: Codable, Sendable, Equatable {
+    public var iss: String
+    public var aud: String
+    public var sub: String
+    /// The refresh-token family (session) this access token belongs to; revoking the
+    /// session revokes its access tokens at once.
+    public var sid: String
+    public var iat: Int64
+    public var exp: Int64
+    public var jti: String
+}
+
+/// Why a token was refused. All become the same 401 for the caller; the reason is for logs and tests.
+public enum TokenError: Error, Equatable, Sendable {
+    case malformed, unsupportedAlgorithm, unknownKey, badSignature, expired, notYetValid, wrongIssuer, wrongAudience
+}
+
+/// HS256 JWTs (RFC 7519) under RFC 8725's rules: one algorithm allowed (the header's
+/// `alg` is checked against it, never trusted to choose), `kid` selects the key, and
+/// `exp`, `iss`, `aud` are always verified.
+public struct JWTCodec: Sendable {
+    public static let issuer = "portaria"
+    public static let audience = "portaria-api"
+    public let keys: [SigningKey]
+    /// New tokens are signed with this key; the others only verify.
+    public let currentKeyID: String
+    /// Allowed clock skew between instances.
+    public var leeway: Int64 = 30
+
+    public init(keys: [SigningKey], currentKeyID: String) {
+        precondition(keys.contains { $0.id == currentKeyID }, "current key must be in the key set")
+        self.keys = keys
+        self.currentKeyID = currentKeyID
+    }
+
+    private struct Header: Codable { var alg: String; var typ: String?; var kid: String? }
+
+    public func sign(_ claims: AccessClaims) -> String {
+        let key = keys.first { $0.id == currentKeyID }!
+        let header = #"{"alg":"HS256","kid":"\#(key.id)","typ":"JWT"}"#
+        let payload = (try? JSONEncoder().encode(claims)) ?? Data()
+        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload))
+        let signature = Crypto.hmacSHA256(key: key.secret, data: Array(signingInput.utf8))
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+
+    public func verify(_ token: String, now: Date = Date()) throws(TokenError) -> AccessClaims {
+        guard token.utf8.count <= 4096 else { throw .malformed }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerBytes = Base64URL.decode(parts[0]),
+              let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else { throw .malformed }
+        guard header.alg == "HS256" else { throw .unsupportedAlgorithm }
+        guard let kid = header.kid, let key = keys.first(where: { $0.id == kid }) else { throw .unknownKey }
+        guard let signature = Base64URL.decode(parts[2]) else { throw .malformed }
+        let expected = Crypto.hmacSHA256(key: key.secret, data: Array("\(parts[0]).\(parts[1])".utf8))
+        guard Crypto.constantTimeEquals(signature, expected) else { throw .badSignature }
+        guard let payloadBytes = Base64URL.decode(parts[1]),
+              let claims = try? JSONDecoder().decode(AccessClaims.self, from: Data(payloadBytes)) else { throw .malformed }
+        let seconds = Int64(now.timeIntervalSince1970)
+        guard claims.iss == Self.issuer else { throw .wrongIssuer }
+        guard claims.aud == Self.audience else { throw .wrongAudience }
+        guard claims.exp + leeway > seconds else { throw .expired }
+        guard claims.iat - leeway <= seconds else { throw .notYetValid }
+        return claims
+    }
+}
