@@ -11,6 +11,7 @@ enum CommandLineTool {
         commands:
           serve      run the HTTP/WebSocket server
           migrate    apply database migrations and exit
+          admin      create companies, units, gates, users, sectors; grant; list (portaria admin help)
           help       this text
 
         serve options:
@@ -27,6 +28,7 @@ enum CommandLineTool {
             switch command {
             case "serve": return try await serve(rest)
             case "migrate": return try await migrate(rest)
+            case "admin": return try await AdminCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)
                 return 0

@@ -1,0 +1,152 @@
+import Foundation
+import PortariaCore
+import PortariaServer
+
+/// `portaria admin <action> [options]`: administration straight on the database.
+enum AdminCommand {
+    static let actions = """
+        admin actions (all take --database URL and --json):
+          create-company --name N [--gate-lat X --gate-lon Y --gate-radius M --timezone TZ]
+          create-unit    --company C --label L
+          create-gate    --company C --token T [--name N]
+          create-user    --username U --name N [--phone +55…] [--password P] [--master] [--driver]
+          create-sector  --company C --name N --permissions p1,p2
+          add-member     --user U --company C [--units L1,L2] [--sectors S1,S2] [--permissions p1,p2]
+          grant          --user U --company C --permission P
+          set-password   --user U --password P        (or PORTARIA_PASSWORD in the environment)
+          set-ring-order --company C --unit L --users u1,u2
+          rotate-jwt-key
+          list           companies|users|units|gates|sectors|memberships
+        C, U, S and L may be ids or names; permissions: \(Permission.catalogue.sorted().joined(separator: ", "))
+        """
+
+    static let specs: [OptionSpec] = ServerConfiguration.databaseOptions + [
+        OptionSpec("json", takesValue: false, help: "machine-readable output"),
+        OptionSpec("name", help: ""), OptionSpec("gate-lat", help: ""), OptionSpec("gate-lon", help: ""),
+        OptionSpec("gate-radius", help: ""), OptionSpec("timezone", help: ""), OptionSpec("company", help: ""),
+        OptionSpec("label", help: ""), OptionSpec("token", help: ""), OptionSpec("username", help: ""),
+        OptionSpec("phone", help: ""), OptionSpec("password", help: ""), OptionSpec("master", takesValue: false, help: ""),
+        OptionSpec("driver", takesValue: false, help: ""), OptionSpec("permissions", help: ""), OptionSpec("user", help: ""),
+        OptionSpec("units", help: ""), OptionSpec("sectors", help: ""), OptionSpec("permission", help: ""),
+        OptionSpec("unit", help: ""), OptionSpec("users", help: ""),
+    ]
+
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        guard let action = arguments.first, action != "--help", action != "help" else {
+            print(actions)
+            return arguments.isEmpty ? 64 : 0
+        }
+        // Only the database URL is read from the environment here: a stray PORTARIA_NAME must
+        // not silently fill an admin option.
+        var environment: [String: String] = [:]
+        for key in ["PORTARIA_DATABASE", "PORTARIA_PASSWORD"] { environment[key] = ProcessInfo.processInfo.environment[key] }
+        let options = try ParsedOptions.parse(Array(arguments.dropFirst()), specs: specs, environment: environment)
+        let json = options.flag("json")
+        let configuration = try ServerConfiguration.from(options)
+        let database = try await DatabaseFactory.open(url: configuration.databaseURL)
+        defer { Task { await database.close() } }
+        try await Migrator().migrate(database)
+        let directory = Directory(database: database)
+
+        func required(_ name: String) throws -> String {
+            guard let value = options.value(name), !value.isEmpty else { throw UsageError("\(action) needs --\(name)") }
+            return value
+        }
+        func list(_ name: String) -> [String] {
+            (options.value(name) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        func double(_ name: String) throws -> Double? {
+            guard let text = options.value(name) else { return nil }
+            guard let value = Double(text) else { throw UsageError("--\(name) must be a number") }
+            return value
+        }
+        func report(_ message: String, _ fields: [String: JSONValue]) {
+            print(json ? JSONValue.object(fields).jsonText : message)
+        }
+
+        do {
+            switch action {
+            case "create-company":
+                let name = try required("name")
+                let id = try await directory.createCompany(name: name, gateLat: try double("gate-lat"), gateLon: try double("gate-lon"),
+                                                           radius: try double("gate-radius") ?? 50,
+                                                           timezone: options.value("timezone") ?? "America/Sao_Paulo")
+                report("created company \(name) (\(id))", ["id": .string(id), "name": .string(name)])
+            case "create-unit":
+                let company = try await directory.companyID(try required("company"))
+                let label = try required("label")
+                let id = try await directory.createUnit(company: company, label: label)
+                report("created unit \(label) (\(id))", ["id": .string(id), "label": .string(label)])
+            case "create-gate":
+                let company = try await directory.companyID(try required("company"))
+                let token = try required("token")
+                let id = try await directory.createGate(company: company, token: token, name: options.value("name") ?? "Portão principal")
+                report("created gate \(token) (\(id))", ["id": .string(id), "token": .string(token)])
+            case "create-user":
+                let username = try required("username")
+                let id = try await directory.createUser(username: username, name: try required("name"), phone: options.value("phone"),
+                                                        password: options.value("password"),
+                                                        master: options.flag("master"), driver: options.flag("driver"))
+                report("created user \(username) (\(id))", ["id": .string(id), "username": .string(username)])
+            case "create-sector":
+                let company = try await directory.companyID(try required("company"))
+                let name = try required("name")
+                let id = try await directory.createSector(company: company, name: name, permissions: list("permissions"))
+                report("created sector \(name) (\(id))", ["id": .string(id), "name": .string(name)])
+            case "add-member":
+                let user = try await directory.userID(try required("user"))
+                let company = try await directory.companyID(try required("company"))
+                var units: [String] = []
+                for unit in list("units") { units.append(try await directory.unitID(company: company, unit)) }
+                var sectors: [String] = []
+                for sector in list("sectors") { sectors.append(try await directory.sectorID(company: company, sector)) }
+                try await directory.addMember(user: user, company: company, units: units, sectors: sectors, permissions: list("permissions"))
+                report("membership updated", ["user_id": .string(user), "company_id": .string(company)])
+            case "grant":
+                let user = try await directory.userID(try required("user"))
+                let company = try await directory.companyID(try required("company"))
+                let permission = try required("permission")
+                try await directory.grant(user: user, company: company, permission: permission)
+                report("granted \(permission)", ["user_id": .string(user), "permission": .string(permission)])
+            case "set-password":
+                let user = try await directory.userID(try required("user"))
+                try await directory.setPassword(user: user, password: try required("password"))
+                report("password set", ["user_id": .string(user)])
+            case "set-ring-order":
+                let company = try await directory.companyID(try required("company"))
+                let unit = try await directory.unitID(company: company, try required("unit"))
+                var users: [String] = []
+                for user in list("users") { users.append(try await directory.userID(user)) }
+                try await directory.setRingOrder(unit: unit, users: users)
+                report("ring order set", ["unit_id": .string(unit), "users": .array(users.map(JSONValue.string))])
+            case "rotate-jwt-key":
+                let id = try await ServiceSecrets.rotate(database)
+                report("new signing key \(id); restart instances to sign with it", ["kid": .string(id)])
+            case "list":
+                guard let kind = options.positional.first else { throw UsageError("list what? companies, users, units, gates, sectors or memberships") }
+                let rows = try await directory.list(kind)
+                if json {
+                    print(JSONValue.array(rows.map(JSONValue.object)).jsonText)
+                } else {
+                    for row in rows {
+                        print(row.keys.sorted().map { key in "\(key)=\(Self.plain(row[key]!))" }.joined(separator: "  "))
+                    }
+                }
+            default:
+                throw UsageError("unknown admin action '\(action)' (try portaria admin help)")
+            }
+        } catch let error as Directory.DirectoryError {
+            CommandLineTool.fail("portaria admin \(action): \(error.description)")
+            return 65
+        }
+        return 0
+    }
+
+    static func plain(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let text): return text
+        case .null: return "-"
+        default: return value.jsonText
+        }
+    }
+}
