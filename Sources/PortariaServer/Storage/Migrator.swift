@@ -40,6 +40,11 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ database: any SQLDatabase) async throws -> [Int] {
         try await database.write { connection in
+            if connection.dialect == .postgres {
+                // Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
+                // catalog (unique violation on pg_type); the same lock serializes it.
+                _ = try connection.query("SELECT pg_advisory_xact_lock(7246100) AS locked", [])
+            }
             try connection.execute("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version INTEGER PRIMARY KEY,

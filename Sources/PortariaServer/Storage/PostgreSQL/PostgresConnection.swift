@@ -14,7 +14,8 @@ final class PostgresConnection: SQLConnection {
         self.handle = handle
         guard PQstatus(handle) == CONNECTION_OK else {
             let message = Self.firstLine(String(cString: PQerrorMessage(handle)))
-            PQfinish(handle)
+            // No PQfinish here: `self` is fully initialized, so deinit frees the handle
+            // when the throw releases it (finishing it here too was a double free).
             throw StorageError.unavailable("postgres: \(message)")
         }
         // Notices (e.g. "relation already exists, skipping") are not errors; keep them off stderr.

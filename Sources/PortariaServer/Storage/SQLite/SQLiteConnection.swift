@@ -125,11 +125,9 @@ final class SQLiteConnection: SQLConnection {
     func run(_ sql: String) throws {
         var error: UnsafeMutablePointer<CChar>?
         let code = sqlite3_exec(handle, sql, nil, nil, &error)
-        if let error {
-            let message = String(cString: error)
-            sqlite3_free(error)
-            if code != SQLITE_OK { throw StorageError.failed("\(message) [\(sql.prefix(80))]") }
-        }
+        // sqlite3_errmsg still holds the same message; check(_:_:) maps the code to its kind
+        // (a file that is not a database is `.unavailable`, not a generic failure).
+        if let error { sqlite3_free(error) }
         try check(code, sql)
     }
 }
