@@ -11,6 +11,7 @@ enum CommandLineTool {
         commands:
           serve      run the HTTP/WebSocket server
           migrate    apply database migrations and exit
+          client     a resident's session on the terminal (portaria client help)
           admin      create companies, units, gates, users, sectors; grant; list (portaria admin help)
           help       this text
 
@@ -29,6 +30,7 @@ enum CommandLineTool {
             case "serve": return try await serve(rest)
             case "migrate": return try await migrate(rest)
             case "admin": return try await AdminCommand.run(rest)
+            case "client": return try await ClientCommand.run(rest)
             case "help", "--help", "-h":
                 print(usage)
                 return 0

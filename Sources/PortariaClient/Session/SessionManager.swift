@@ -1,0 +1,136 @@
+import Foundation
+import PortariaCore
+
+/// The login flow of `login-ios.md`, shared by every app shell: password or SMS code,
+/// company selection, permission resolution (`perms_user`), token refresh.
+///
+/// An actor because refreshes must be serialized: the server treats a second use of a
+/// refresh token as theft and revokes the session (RFC 9700), so two screens refreshing
+/// at once would log the user out. Here concurrent callers share one refresh.
+public actor SessionManager {
+    public enum LoginResult: Sendable, Equatable {
+        /// One company (or the stored one): ready to use.
+        case ready(CompanyGrant)
+        /// Several companies: the app shows the selection modal, then calls `selectCompany`.
+        case needsCompanySelection([CompanyGrant])
+    }
+
+    public enum SessionError: Error, Sendable, Equatable {
+        case notLoggedIn
+        case unknownCompany
+        /// The server ended the session (logout elsewhere, refresh reuse, expiry).
+        case sessionEnded
+    }
+
+    private var api: APIClient
+    private let secure: any SecureStore
+    private let preferences: any PreferenceStore
+    private var companies: [CompanyGrant] = []
+    private var refreshing: Task<Void, any Error>?
+
+    public init(api: APIClient, secure: any SecureStore, preferences: any PreferenceStore) {
+        var api = api
+        api.bearerToken = try? secure.string(for: SessionKeys.jwtToken)
+        api.companyID = preferences.string(for: SessionKeys.selectedCompany)
+        self.api = api
+        self.secure = secure
+        self.preferences = preferences
+    }
+
+    /// The resolved permissions of the selected company (the spec's `perms_user`).
+    public var permissions: Set<String> { Set(preferences.strings(for: SessionKeys.permissions)) }
+    public var selectedCompanyID: String? { preferences.string(for: SessionKeys.selectedCompany) }
+    public var availableCompanies: [CompanyGrant] { companies }
+
+    public func login(username: String, password: String) async throws -> LoginResult {
+        let body: LoginResponse = try await api.send("POST", "/v1/auth/login", body: LoginRequest(username: username, password: password))
+        return try store(body)
+    }
+
+    public func requestCode(phone: String) async throws {
+        let _: JSONValue = try await api.send("POST", "/v1/auth/otp/send", body: OTPSendRequest(phone: phone))
+    }
+
+    public func verifyCode(phone: String, code: String) async throws -> LoginResult {
+        let verified: OTPVerifyResponse = try await api.send("POST", "/v1/auth/otp/verify", body: OTPVerifyRequest(phone: phone, code: code))
+        let body: LoginResponse = try await api.send("POST", "/v1/auth/generate_access_token",
+                                                     body: GenerateAccessTokenRequest(otpToken: verified.otpToken))
+        return try store(body)
+    }
+
+    /// Persists the company choice and its resolved permissions.
+    @discardableResult
+    public func selectCompany(id: String) throws -> Set<String> {
+        guard let company = companies.first(where: { $0.id == id }) else { throw SessionError.unknownCompany }
+        let permissions = company.effectivePermissions
+        preferences.set(id, for: SessionKeys.selectedCompany)
+        preferences.set(Permissions.sorted(permissions), for: SessionKeys.permissions)
+        api.companyID = id
+        return permissions
+    }
+
+    private func store(_ body: LoginResponse) throws -> LoginResult {
+        try secure.set(body.jwtToken, for: SessionKeys.jwtToken)
+        try secure.set(body.refreshToken, for: SessionKeys.refreshToken)
+        preferences.set(body.userID, for: SessionKeys.userID)
+        preferences.set(body.master ? "true" : "false", for: SessionKeys.master)
+        preferences.set(body.driver ? "true" : "false", for: SessionKeys.driver)
+        api.bearerToken = body.jwtToken
+        companies = body.companies
+        if let stored = selectedCompanyID, body.companies.contains(where: { $0.id == stored }) {
+            try selectCompany(id: stored)
+            return .ready(body.companies.first { $0.id == stored }!)
+        }
+        if body.companies.count == 1 {
+            try selectCompany(id: body.companies[0].id)
+            return .ready(body.companies[0])
+        }
+        return .needsCompanySelection(body.companies)
+    }
+
+    /// Rotates the tokens; concurrent callers wait for the same rotation.
+    public func refresh() async throws {
+        if let refreshing { return try await refreshing.value }
+        let task = Task { try await self.performRefresh() }
+        refreshing = task
+        defer { refreshing = nil }
+        try await task.value
+    }
+
+    private func performRefresh() async throws {
+        guard let token = try secure.string(for: SessionKeys.refreshToken) else { throw SessionError.notLoggedIn }
+        do {
+            let body: LoginResponse = try await api.send("POST", "/v1/auth/refresh", body: RefreshRequest(refreshToken: token))
+            _ = try store(body)
+        } catch APIClientError.server(let status, _) where status == 401 {
+            try clear()
+            throw SessionError.sessionEnded
+        }
+    }
+
+    /// An authenticated call; on 401 it refreshes once and retries.
+    public func send<Response: Decodable & Sendable>(_ method: String, _ path: String, body: (any Encodable & Sendable)? = nil,
+                                                     headers: [String: String] = [:], as type: Response.Type = Response.self) async throws -> Response {
+        do {
+            return try await api.send(method, path, body: body, headers: headers)
+        } catch APIClientError.server(let status, _) where status == 401 {
+            try await refresh()
+            return try await api.send(method, path, body: body, headers: headers)
+        }
+    }
+
+    public func me() async throws -> MeResponse { try await send("GET", "/v1/me") }
+
+    public func logout() async throws {
+        let token = try secure.string(for: SessionKeys.refreshToken)
+        _ = try? await api.raw("POST", "/v1/auth/logout", body: LogoutRequest(refreshToken: token))
+        try clear()
+    }
+
+    private func clear() throws {
+        try secure.set(nil, for: SessionKeys.jwtToken)
+        try secure.set(nil, for: SessionKeys.refreshToken)
+        preferences.set([], for: SessionKeys.permissions)
+        api.bearerToken = nil
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import PortariaCore
+
+/// Where the session's secrets live: the Keychain on Apple platforms (see
+/// PortariaClientApple), a 0600 file for the terminal client, memory in tests.
+public protocol SecureStore: Sendable {
+    func string(for key: String) throws -> String?
+    func set(_ value: String?, for key: String) throws
+}
+
+/// Non-secret preferences (UserDefaults on Apple platforms), with the spec's keys.
+public protocol PreferenceStore: Sendable {
+    func string(for key: String) -> String?
+    func strings(for key: String) -> [String]
+    func set(_ value: String?, for key: String)
+    func set(_ values: [String], for key: String)
+}
+
+/// The storage keys of `login-ios.md` ("Persistência").
+public enum SessionKeys {
+    public static let jwtToken = "jwt_token"
+    public static let refreshToken = "refresh_token"
+    public static let permissions = "perms_user"
+    public static let selectedCompany = "selected_company"
+    public static let userID = "user_id"
+    public static let master = "master"
+    public static let driver = "driver"
+}
+
+public final class InMemorySecureStore: SecureStore {
+    private let values = Locked<[String: String]>([:])
+    public init() {}
+    public func string(for key: String) throws -> String? { values.withLock { $0[key] } }
+    public func set(_ value: String?, for key: String) throws { values.withLock { $0[key] = value } }
+}
+
+public final class InMemoryPreferences: PreferenceStore {
+    private let values = Locked<[String: [String]]>([:])
+    public init() {}
+    public func string(for key: String) -> String? { values.withLock { $0[key]?.first } }
+    public func strings(for key: String) -> [String] { values.withLock { $0[key] ?? [] } }
+    public func set(_ value: String?, for key: String) { values.withLock { $0[key] = value.map { [$0] } } }
+    public func set(_ values: [String], for key: String) { self.values.withLock { $0[key] = values } }
+}
+
+/// A JSON file readable only by its owner, for `portaria client` on a terminal.
+public final class FileSecureStore: SecureStore {
+    let path: String
+    private let lock = Locked(())
+
+    public init(path: String) { self.path = path }
+
+    private func load() -> [String: String] {
+        guard let data = FileManager.default.contents(atPath: path),
+              let values = try? JSONDecoder().decode([String: String].self, from: data) else { return [:] }
+        return values
+    }
+
+    public func string(for key: String) throws -> String? { lock.withLock { _ in load()[key] } }
+
+    public func set(_ value: String?, for key: String) throws {
+        try lock.withLock { _ in
+            var values = load()
+            values[key] = value
+            let directory = (path as NSString).deletingLastPathComponent
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            let data = try JSONEncoder().encode(values)
+            FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
+        }
+    }
+}
+
+/// Preferences kept in a `SecureStore` (the terminal client keeps everything in one file).
+public struct SecureStorePreferences: PreferenceStore {
+    let store: any SecureStore
+    public init(store: any SecureStore) { self.store = store }
+    public func string(for key: String) -> String? { (try? store.string(for: "pref." + key)) ?? nil }
+    public func strings(for key: String) -> [String] {
+        guard let text = string(for: key), !text.isEmpty else { return [] }
+        return text.split(separator: "\n").map(String.init)
+    }
+    public func set(_ value: String?, for key: String) { try? store.set(value, for: "pref." + key) }
+    public func set(_ values: [String], for key: String) { try? store.set(values.joined(separator: "\n"), for: "pref." + key) }
+}
