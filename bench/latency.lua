@@ -1,6 +1,7 @@
 -- wrk script for bench/run. Request shape from the environment:
 --   BENCH_METHOD     GET (default) or POST
 --   BENCH_BODY_FILE  file whose contents are sent as a JSON body
+--   BENCH_HEADERS    extra headers, "Name: value" separated by "|"
 -- At the end prints one parseable line:
 --   RESULT requests=N duration_s=S rps=R p50_ms=… p90_ms=… p99_ms=… p999_ms=… max_ms=…
 --          errors_connect=… errors_read=… errors_write=… errors_status=… errors_timeout=…
@@ -14,6 +15,14 @@ if body_file and body_file ~= "" then
   wrk.body = file:read("*a")
   file:close()
   wrk.headers["Content-Type"] = "application/json"
+end
+
+local extra = os.getenv("BENCH_HEADERS")
+if extra and extra ~= "" then
+  for header in string.gmatch(extra, "[^|]+") do
+    local name, value = string.match(header, "^%s*([^:]+):%s*(.*)$")
+    if name then wrk.headers[name] = value end
+  end
 end
 
 function done(summary, latency, requests)
