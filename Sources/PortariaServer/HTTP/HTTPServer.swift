@@ -189,6 +189,6 @@ struct SocketAddress {
             inet_ntop(AF_INET6, &inet6, &buffer, socklen_t(buffer.count))
         default: return ""
         }
-        return String(cString: buffer)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

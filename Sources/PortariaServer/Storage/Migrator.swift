@@ -39,7 +39,7 @@ public struct Migrator: Sendable {
     /// Returns the versions it applied.
     @discardableResult
     public func migrate(_ database: any SQLDatabase) async throws -> [Int] {
-        try await database.write { connection in
+        _ = try await database.write { connection in
             if connection.dialect == .postgres {
                 // Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
                 // catalog (unique violation on pg_type); the same lock serializes it.
