@@ -37,7 +37,7 @@ public struct PasswordHasher: Sendable {
             let code = argon2id_hash_encoded(iterations, memory, parallelism, bytes, bytes.count,
                                              salt, salt.count, 32, &encoded, length)
             precondition(code == ARGON2_OK.rawValue, "argon2id_hash_encoded failed: \(code)")
-            return String(cString: encoded)
+            return String(decoding: encoded.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 
@@ -60,7 +60,7 @@ public struct PasswordHasher: Sendable {
         let length = argon2_encodedlen(2, 19 * 1024, 1, 16, 32, Argon2_id)
         var encoded = [CChar](repeating: 0, count: length)
         _ = argon2id_hash_encoded(2, 19 * 1024, 1, secret, secret.count, salt, salt.count, 32, &encoded, length)
-        return String(cString: encoded)
+        return String(decoding: encoded.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
     private static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
