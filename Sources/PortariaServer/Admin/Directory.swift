@@ -261,6 +261,7 @@ public struct Directory: Sendable {
     }
 
     /// Turns constraint violations into sentences.
+    @discardableResult
     private func mapping<T>(_ body: () async throws -> T) async throws -> T {
         do { return try await body() } catch let error as StorageError {
             switch error {

@@ -112,6 +112,7 @@ public protocol SQLDatabase: Sendable {
     /// Runs `body` on a connection that sees committed data.
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Runs `body` in a transaction, committed when it returns and rolled back when it throws.
+    @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Succeeds when the database answers a trivial query.
     func ping() async throws

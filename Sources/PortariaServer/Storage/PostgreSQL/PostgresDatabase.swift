@@ -39,6 +39,7 @@ public final class PostgresDatabase: SQLDatabase {
         }
     }
 
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await pool.withConnection { connection in
             connection.resetIfBroken()

@@ -37,6 +37,7 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await writer.withConnection { connection in
             try connection.run("BEGIN IMMEDIATE")
