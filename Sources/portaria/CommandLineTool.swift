@@ -61,6 +61,9 @@ enum CommandLineTool {
         let options = try ParsedOptions.parse(arguments, specs: ServerConfiguration.serveOptions)
         guard options.positional.isEmpty else { throw UsageError("unexpected argument '\(options.positional[0])'") }
         let configuration = try ServerConfiguration.from(options)
+        // Before anything listens: a SIGTERM sent as soon as the server answers must not be
+        // lost (it was, while the signal sources were still being registered).
+        ShutdownSignal.install()
         let application = try await Application(configuration: configuration)
         try application.start()
         await ShutdownSignal.wait()
@@ -82,26 +85,46 @@ enum CommandLineTool {
     }
 }
 
-/// Waits for SIGTERM or SIGINT.
+/// SIGTERM or SIGINT, remembered from the moment `install()` runs.
 enum ShutdownSignal {
+    private struct State {
+        var fired = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private static let state = Locked(State())
+
+    /// Starts catching SIGTERM and SIGINT. libdispatch registers a signal source
+    /// asynchronously, and until then a signal is ignored (SIG_IGN) or fatal (SIG_DFL), so
+    /// this runs well before the server reports that it is listening.
+    static func install() {
+        var sources: [DispatchSourceSignal] = []
+        for number in [SIGTERM, SIGINT] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                    state.fired = true
+                    defer { state.waiter = nil }
+                    return state.waiter
+                }
+                waiter?.resume()
+            }
+            source.resume()
+            sources.append(source)
+        }
+        SignalSources.keep(sources)
+    }
+
+    /// Returns once a signal has arrived (at once if one already has).
     static func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let fired = Locked(false)
-            var sources: [DispatchSourceSignal] = []
-            for number in [SIGTERM, SIGINT] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler {
-                    let first = fired.withLock { value -> Bool in
-                        defer { value = true }
-                        return !value
-                    }
-                    if first { continuation.resume() }
-                }
-                source.resume()
-                sources.append(source)
+            let fired = state.withLock { state -> Bool in
+                if state.fired { return true }
+                state.waiter = continuation
+                return false
             }
-            SignalSources.keep(sources)
+            if fired { continuation.resume() }
         }
     }
 }

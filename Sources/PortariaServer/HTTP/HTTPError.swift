@@ -60,6 +60,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
             return .invalidRequest("\(field) must be \(describe(type))", field: field)
         case .valueNotFound(let type, let context):
             let field = path(context.codingPath)
+            if field.isEmpty { return .invalidRequest("the request body must be a JSON object") }
             return .invalidRequest("\(field) must be \(describe(type)), not null", field: field)
         case .dataCorrupted(let context):
             let field = path(context.codingPath)

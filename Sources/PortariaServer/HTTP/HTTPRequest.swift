@@ -58,6 +58,13 @@ public struct HTTPRequest: Sendable {
         do {
             return try JSONCoding.decoder().decode(T.self, from: Data(body))
         } catch let error as DecodingError {
+            // Foundation on Linux reports a number that does not fit its field (2.5 or 1e400
+            // for an Int) as corrupted data with no coding path; the body is valid JSON then,
+            // so say what is known rather than "not valid JSON".
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty,
+               (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil {
+                throw HTTPError.invalidRequest("a number in the request body is out of range or not an integer where one is required")
+            }
             throw HTTPError.from(error)
         } catch let error as HTTPError {
             throw error

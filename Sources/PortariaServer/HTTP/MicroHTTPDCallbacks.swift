@@ -121,6 +121,13 @@ func portariaAccessHandler(
         let context = RequestContext(server: server, request: request)
         server.inFlight.withLock { $0 += 1 }
         contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+        if let declared = headers["content-length"], Int(declared) == nil {
+            // Repeated Content-Length headers reach us joined ("5, 7"); libmicrohttpd frames
+            // the body by the first one. Ambiguous framing is refused (RFC 9112 §6.3), not
+            // guessed, and the connection is closed after the answer.
+            return queue(HTTPError.invalidRequest("conflicting Content-Length headers").response,
+                         on: connection, context: context)
+        }
         if let length = headers["content-length"].flatMap(Int.init) {
             context.declaredLength = length
             if length > server.configuration.maxBodySize {

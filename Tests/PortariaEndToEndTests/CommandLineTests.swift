@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `portaria` as an operator meets it: mistakes print one readable line and exit non-zero.
+@Suite("Command line")
+struct CommandLineTests {
+    /// No Swift runtime crash report or backtrace, just a message.
+    private func expectNoCrashOutput(_ result: CommandResult, sourceLocation: SourceLocation = #_sourceLocation) {
+        for marker in ["Fatal error", "Backtrace", "Thread 0", "Program crashed", "Stack dump", "swift-backtrace", "0x0000"] {
+            #expect(!result.stderr.contains(marker), "stderr: \(result.stderr.prefix(500))", sourceLocation: sourceLocation)
+        }
+        #expect(!result.signaled, "terminated by a signal", sourceLocation: sourceLocation)
+    }
+
+    @Test("an unknown option exits 64 with one line on stderr", arguments: [
+        ["serve", "--bogus"], ["serve", "--bogus=1"], ["migrate", "--port", "1"], ["frobnicate"],
+        ["serve", "--port", "99999"], ["serve", "--port"], ["serve", "extra-positional"],
+    ])
+    func usageErrors(_ arguments: [String]) async throws {
+        let result = try await runPortaria(arguments)
+        #expect(result.status == 64, "\(arguments) → \(result.status): \(result.stderr)")
+        #expect(result.stderrLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("portaria: "))
+        #expect(result.stdout.isEmpty)
+        expectNoCrashOutput(result)
+    }
+
+    @Test("help prints the usage and exits 0")
+    func help() async throws {
+        let result = try await runPortaria(["help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("usage: portaria"))
+        #expect(result.stdout.contains("--database"))
+    }
+
+    @Test("an unsupported database URL exits non-zero with one line", arguments: ["mysql://x", "sqlite:", "file:///tmp/x.db"])
+    func unsupportedDatabase(_ url: String) async throws {
+        let result = try await runPortaria(["serve", "--port", "0", "--database", url])
+        #expect(result.status != 0)
+        #expect(result.stderrLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("--database"))
+        expectNoCrashOutput(result)
+    }
+
+    @Test("an unreachable PostgreSQL exits non-zero within about 6 s with one readable line", arguments: ["serve", "migrate"])
+    func unreachablePostgres(_ command: String) async throws {
+        var arguments = [command, "--database", "postgres://postgres@127.0.0.1:1/x"]
+        if command == "serve" { arguments += ["--port", "0"] }
+        let result = try await runPortaria(arguments, timeout: .seconds(15))
+        #expect(result.status != 0)
+        #expect(result.elapsed < .seconds(7), "took \(result.elapsed)")
+        #expect(result.stderrLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("database unavailable"), "\(result.stderr)")
+        expectNoCrashOutput(result)
+    }
+
+    @Test("SQLite in a missing directory exits non-zero with one line")
+    func sqliteMissingDirectory() async throws {
+        let result = try await runPortaria(["migrate", "--database", "sqlite:///nonexistent-\(UUID().uuidString)/p.db"])
+        #expect(result.status != 0)
+        #expect(result.stderrLines.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("does not exist"))
+        expectNoCrashOutput(result)
+    }
+
+    @Test("migrate applies the schema once, then says it is up to date")
+    func migrateTwice() async throws {
+        let directory = try makeTemporaryDirectory("migrate")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = "sqlite://" + directory.appendingPathComponent("p.db").path
+        let first = try await runPortaria(["migrate", "--database", url])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("applied migrations"), "\(first.stdout)")
+        let second = try await runPortaria(["migrate", "--database", url])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout.contains("up to date"), "\(second.stdout)")
+        #expect(!second.stdout.contains("applied migrations"))
+    }
+
+    @Test("the environment supplies options (PORTARIA_DATABASE); the command line wins")
+    func environmentOptions() async throws {
+        let directory = try makeTemporaryDirectory("env")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fromEnvironment = try await runPortaria(["migrate"], environment: ["PORTARIA_DATABASE": "mysql://nope"])
+        #expect(fromEnvironment.status != 0)
+        #expect(fromEnvironment.stderr.contains("mysql://nope"))
+        let url = "sqlite://" + directory.appendingPathComponent("p.db").path
+        let overridden = try await runPortaria(["migrate", "--database", url], environment: ["PORTARIA_DATABASE": "mysql://nope"])
+        #expect(overridden.status == 0, "\(overridden.stderr)")
+    }
+
+    @Test("a port already in use exits non-zero with one line")
+    func portInUse() async throws {
+        // Hold a listening socket on a kernel-chosen port.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        try #require(bound)
+        let port = UInt16(bigEndian: address.sin_port)
+
+        let directory = try makeTemporaryDirectory("port")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try await runPortaria(["serve", "--host", "127.0.0.1", "--port", String(port),
+                                            "--database", "sqlite://" + directory.appendingPathComponent("p.db").path],
+                                           timeout: .seconds(10))
+        #expect(result.status != 0)
+        #expect(result.stderr.split(separator: "\n").filter { !$0.hasPrefix("{") }.count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot listen"))
+        expectNoCrashOutput(result)
+    }
+}
