@@ -26,7 +26,7 @@ let package = Package(
 
         // MARK: Swift layers
         .target(name: "PortariaCore"),
-        .target(name: "PortariaWebSocket", dependencies: ["CWslay", "COpenSSL"]),
+        .target(name: "PortariaWebSocket", dependencies: ["PortariaCore", "CWslay", "COpenSSL"]),
         .target(name: "PortariaServer",
                 dependencies: ["PortariaCore", "PortariaWebSocket", "CMicroHTTPD",
                                "CSQLite", "CLibPQ", "COpenSSL"]),
@@ -35,7 +35,7 @@ let package = Package(
 
         // MARK: Tests (Swift Testing)
         .testTarget(name: "PortariaCoreTests", dependencies: ["PortariaCore"]),
-        .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer"]),
+        .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer", "PortariaWebSocket"]),
         .testTarget(name: "PortariaEndToEndTests",
                     dependencies: ["PortariaCore", "PortariaClient", "PortariaWebSocket"]),
     ],
