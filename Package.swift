@@ -31,7 +31,9 @@ let package = Package(
                 dependencies: ["PortariaCore", "PortariaWebSocket", "CMicroHTTPD",
                                "CSQLite", "CLibPQ", "COpenSSL"]),
         .target(name: "PortariaClient", dependencies: ["PortariaCore", "PortariaWebSocket"]),
-        .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient"]),
+        .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient", "PortariaWebSocket"]),
+        // `make bench`: load generators that print figures (WebSocket fan-out, ...).
+        .executableTarget(name: "portaria-bench", dependencies: ["PortariaCore", "PortariaWebSocket"]),
 
         // MARK: Tests (Swift Testing)
         .testTarget(name: "PortariaCoreTests", dependencies: ["PortariaCore"]),

@@ -179,7 +179,6 @@ struct WebSocketTests {
             pushed += 1
         }
         #expect(pushed < 4000, "a reader that never reads must be dropped")
-        print("slow consumer dropped after \(pushed) messages of 32 KB")
         #expect(await server.closeCodes.wait(count: 1) == [.policyViolation])
         #expect(await server.hub.count() == 0)
         // Kernel socket buffers (a few MB on loopback) plus our 256 KB queue, not 125 MB.
