@@ -347,14 +347,59 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         }
     }
 
+    /// wslay sends a frame's header and its payload in two calls (the header flagged
+    /// `WSLAY_MSG_MORE`). A broadcast to ten thousand sockets is syscall-bound, so a short
+    /// chunk flagged "more" is held here and leaves with the next one in one `sendmsg`.
+    private var heldChunk: (UInt64, UInt64) = (0, 0)
+    private var heldCount = 0
+
     fileprivate func send(_ data: UnsafePointer<UInt8>, count: Int, more: Bool) -> Int {
+        if more && heldCount == 0 && count <= MemoryLayout.size(ofValue: heldChunk) {
+            withUnsafeMutableBytes(of: &heldChunk) { $0.baseAddress!.copyMemory(from: data, byteCount: count) }
+            heldCount = count
+            return count
+        }
+        let flags = Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0)
         while true {
-            let sent = Glibc.send(descriptor, data, count, Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0))
-            if sent >= 0 { return sent }
-            if errno == EINTR { continue }
-            let wouldBlock = errno == EAGAIN || errno == EWOULDBLOCK
-            wslay_event_set_error(context, wouldBlock ? WSLAY_ERR_WOULDBLOCK.rawValue : WSLAY_ERR_CALLBACK_FAILURE.rawValue)
-            return -1
+            let sent: Int
+            let held = heldCount
+            if held > 0 {
+                sent = withUnsafeMutableBytes(of: &heldChunk) { heldBytes in
+                    var parts = [iovec(iov_base: heldBytes.baseAddress, iov_len: held),
+                                 iovec(iov_base: UnsafeMutableRawPointer(mutating: data), iov_len: count)]
+                    return parts.withUnsafeMutableBufferPointer { vectors in
+                        var message = msghdr()
+                        message.msg_iov = vectors.baseAddress
+                        message.msg_iovlen = 2
+                        return sendmsg(descriptor, &message, flags)
+                    }
+                }
+            } else {
+                sent = Glibc.send(descriptor, data, count, flags)
+            }
+            if sent < 0 {
+                if errno == EINTR { continue }
+                let wouldBlock = errno == EAGAIN || errno == EWOULDBLOCK
+                wslay_event_set_error(context, wouldBlock ? WSLAY_ERR_WOULDBLOCK.rawValue : WSLAY_ERR_CALLBACK_FAILURE.rawValue)
+                return -1
+            }
+            guard held > 0 else { return sent }
+            if sent < held {
+                // Part of the held chunk left: keep the rest; wslay will offer `data` again.
+                withUnsafeMutableBytes(of: &heldChunk) { bytes in
+                    let base = bytes.baseAddress!
+                    base.copyMemory(from: base + sent, byteCount: held - sent)
+                }
+                heldCount = held - sent
+                wslay_event_set_error(context, WSLAY_ERR_WOULDBLOCK.rawValue)
+                return -1
+            }
+            heldCount = 0
+            if sent == held {
+                wslay_event_set_error(context, WSLAY_ERR_WOULDBLOCK.rawValue)
+                return -1
+            }
+            return sent - held
         }
     }
 

@@ -14,6 +14,8 @@ struct WebSocketBenchmark {
     let broadcasts: Int
     let payloadBytes: Int
     let concurrency: Int
+    /// The server's own fan-out time per broadcast, as the bench route reports it.
+    private let serverFanout = Locked<[Double]>([])
 
     init(options: Options) throws {
         guard let url = options.string("url") else { throw BenchError("--url is required") }
@@ -104,9 +106,11 @@ struct WebSocketBenchmark {
             try await Task.sleep(for: .milliseconds(100))
         }
         let deliveries = recorder.latencies()
+        let fanouts = Array(serverFanout.current.suffix(completions.count))
         print("  \(broadcasts) broadcasts of \(payloadBytes + 30) bytes to \(expected) sockets (client-side clock, includes the HTTP POST):")
         print("    per delivery      " + summary(deliveries))
         print("    until all reached " + summary(completions))
+        print("    server fan-out    " + summary(fanouts))
         print("  connections closed by the server during the run: \(recorder.closedCount)")
 
         for connection in opened { connection.close() }
@@ -134,7 +138,7 @@ struct WebSocketBenchmark {
     /// `POST /v1/bench/broadcast`; returns the number of sockets the server sent to.
     private func broadcast(_ payload: String) async throws -> Int {
         struct Body: Codable { var payload: String }
-        struct Answer: Codable { var connections: Int }
+        struct Answer: Codable { var connections: Int; var fanout_ms: Double? }
         var request = URLRequest(url: URL(string: baseURL + "/v1/bench/broadcast")!)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -143,7 +147,9 @@ struct WebSocketBenchmark {
         guard (response as? HTTPURLResponse)?.statusCode == 200 else {
             throw BenchError("broadcast answered \((response as? HTTPURLResponse)?.statusCode ?? 0): \(String(decoding: data, as: UTF8.self))")
         }
-        return try JSONDecoder().decode(Answer.self, from: data).connections
+        let answer = try JSONDecoder().decode(Answer.self, from: data)
+        if let fanout = answer.fanout_ms { serverFanout.withLock { $0.append(fanout) } }
+        return answer.connections
     }
 
     private func summary(_ milliseconds: [Double]) -> String {

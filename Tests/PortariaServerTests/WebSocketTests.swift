@@ -58,6 +58,33 @@ struct WebSocketTests {
         raw.close()
     }
 
+    @Test func burstsUnderBackPressureArriveIntactAndInOrder() async throws {
+        var configuration = WebSocketConfiguration.server
+        configuration.maxQueuedBytes = 64 << 20
+        let server = try WebSocketTestServer(configuration: configuration)
+        defer { server.stop() }
+        var clientConfiguration = WebSocketConfiguration.client
+        clientConfiguration.maxQueuedBytes = 64 << 20
+        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"),
+                                                       configuration: clientConfiguration, loop: Self.loop)
+        // ~10 MB each way in one burst: both kernel buffers fill, so sends stop midway
+        // through frames and resume on EPOLLOUT.
+        let messages = (0..<80).map { index in
+            String(repeating: String(UnicodeScalar(UInt8(65 + index % 26))), count: 120_000 + index)
+        }
+        for message in messages { client.send(text: message) }
+        var events = client.events.makeAsyncIterator()
+        for (index, message) in messages.enumerated() {
+            let event = await events.next()
+            guard case .text(let text) = event else {
+                Issue.record("message \(index): \(String(describing: event))")
+                return
+            }
+            #expect(text == message, "message \(index) differs")
+        }
+        client.close()
+    }
+
     // MARK: Keep-alive
 
     @Test func idleSocketsArePingedAndLiveClientsStay() async throws {

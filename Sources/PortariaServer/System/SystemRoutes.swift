@@ -58,7 +58,16 @@ struct BenchRoutes {
     static let topic = "bench"
 
     struct Broadcast: Codable, Sendable { var payload: String }
-    struct BroadcastResult: Codable, Sendable { var connections: Int }
+    struct BroadcastResult: Codable, Sendable {
+        var connections: Int
+        /// Time from the request handler to the last socket's send, on the server.
+        var fanoutMs: Double
+
+        enum CodingKeys: String, CodingKey {
+            case connections
+            case fanoutMs = "fanout_ms"
+        }
+    }
 
     func register(on router: Router) {
         router.post("/v1/bench/echo") { request in
@@ -72,8 +81,11 @@ struct BenchRoutes {
         }
         router.post("/v1/bench/broadcast") { request in
             let body = try request.decode(Broadcast.self)
+            let started = ContinuousClock.now
             let count = await hub.broadcast(text: body.payload, topic: Self.topic)
-            return .json(BroadcastResult(connections: count))
+            let elapsed = ContinuousClock.now - started
+            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            return .json(BroadcastResult(connections: count, fanoutMs: milliseconds))
         }
     }
 }
