@@ -309,17 +309,22 @@ private final class ClientHandshake: EventLoopHandler {
     }
 }
 
-/// A client WebSocket whose incoming messages are an `AsyncStream`.
+/// A client WebSocket whose incoming messages are an `AsyncStream`. Dropping the last
+/// reference starts the close handshake (1001), so a forgotten socket does not stay on
+/// the loop forever.
 public final class WebSocketClientConnection: Sendable {
     /// The underlying connection (send, close, id).
     public let connection: WebSocketConnection
     /// Text and binary messages in order, then one `.closed`, then the end of the stream.
+    /// The stream buffers what its reader has not taken yet: read it.
     public let events: AsyncStream<WebSocketEvent>
 
     init(connection: WebSocketConnection, events: AsyncStream<WebSocketEvent>) {
         self.connection = connection
         self.events = events
     }
+
+    deinit { connection.close(code: .goingAway, reason: "") }
 
     public func send(text: String) { connection.send(text: text) }
     public func send(binary: [UInt8]) { connection.send(binary: binary) }

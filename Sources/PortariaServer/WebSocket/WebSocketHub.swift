@@ -105,6 +105,7 @@ public final class WebSocketHub: @unchecked Sendable {
         var wrapped = handlers
         wrapped.onClose = { [self] connection, code, reason in
             leave(connection)
+            logClose(connection, code, reason)
             handlers.onClose(connection, code, reason)
         }
         let connection = WebSocketConnection.server(socket: socket, bufferedInput: bufferedInput,
@@ -118,6 +119,18 @@ public final class WebSocketHub: @unchecked Sendable {
         members[id] = Member(connection: connection, topics: topics)
         for topic in topics { self.topics[topic, default: [:]][id] = connection }
         connection.startOnLoop()
+    }
+
+    /// Ordinary ends are not worth a line at ten thousand sockets; failures are.
+    private func logClose(_ connection: WebSocketConnection, _ code: WebSocketCloseCode, _ reason: String) {
+        let fields: [String: JSONValue] = ["socket": .number(Double(connection.id)),
+                                           "code": .number(Double(code.rawValue)), "reason": .string(reason)]
+        switch code {
+        case .normal, .goingAway, .noStatus: log.debug("websocket closed", fields)
+        case .abnormal: log.debug("websocket dropped", fields)
+        case .policyViolation, .tryAgainLater: log.warning("websocket peer too slow, dropped", fields)
+        default: log.info("websocket failed", fields)
+        }
     }
 
     private func leave(_ connection: WebSocketConnection) {
