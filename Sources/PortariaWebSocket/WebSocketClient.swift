@@ -62,6 +62,9 @@ public enum WebSocketClient {
         let address = try target.resolve()
         let descriptor = socket(Int32(address.ss_family), Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw WebSocketClientError.connectFailed(errno: errno) }
+        // Messages are small and latency matters more than segment count.
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var storage = address
         let length = socklen_t(address.ss_family == sa_family_t(AF_INET6)
                                ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)

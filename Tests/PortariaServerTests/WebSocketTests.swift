@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Glibc
 import PortariaCore
 @testable import PortariaServer
@@ -82,6 +85,25 @@ struct WebSocketTests {
             }
             #expect(text == message, "message \(index) differs")
         }
+        client.close()
+    }
+
+    @Test func sendsFromManyTasksAtOnceAllArrive() async throws {
+        let server = try WebSocketTestServer()
+        defer { server.stop() }
+        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop)
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask { for index in 0..<50 { client.send(text: "\(task)-\(index)") } }
+            }
+        }
+        var received = Set<String>()
+        for await event in client.events {
+            guard case .text(let text) = event else { break }
+            received.insert(text)
+            if received.count == 400 { break }
+        }
+        #expect(received.count == 400)
         client.close()
     }
 
@@ -189,6 +211,15 @@ struct WebSocketTests {
         }
     }
 
+    @Test func clientRejectsAServerWithAWrongAccept() async throws {
+        let listener = try RawListener()
+        listener.serveOnce(response: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                           + "Connection: Upgrade\r\nSec-WebSocket-Accept: bm90IHRoZSByaWdodCBvbmU=\r\n\r\n")
+        await #expect(throws: WebSocketClientError.invalidAccept) {
+            _ = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(listener.port)/x", loop: Self.loop)
+        }
+    }
+
     // MARK: Back-pressure
 
     @Test func slowConsumerIsDroppedWithBoundedMemory() async throws {
@@ -252,6 +283,39 @@ struct WebSocketTests {
             #expect(await lastEvent(client.events) == .closed(code: .goingAway, reason: "server shutting down"))
         }
         #expect(await server.closeCodes.wait(count: 5).allSatisfy { $0 == .goingAway })
+    }
+}
+
+// MARK: - Application wiring
+
+@Suite("WebSocket bench routes")
+struct WebSocketApplicationTests {
+    @Test func benchRoutesBroadcastAndShutdownSays1001() async throws {
+        let path = NSTemporaryDirectory() + "ws-app-\(UUID().uuidString).db"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.databaseURL = "sqlite://" + path
+        configuration.benchRoutes = true
+        let application = try await Application(configuration: configuration, log: Log(minimumLevel: .error))
+        try application.start()
+        let port = application.server.port
+
+        let client = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/bench/ws")
+        try await until { await application.webSockets.count(topic: BenchRoutes.topic) == 1 }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/bench/broadcast")!)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"{"payload": "seq=1"}"#.utf8)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        let answer = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        #expect(answer?["connections"] as? Int == 1)
+
+        var events = client.events.makeAsyncIterator()
+        #expect(await events.next() == .text("seq=1"))
+        await application.shutdown()
+        #expect(await events.next() == .closed(code: .goingAway, reason: "server shutting down"))
     }
 }
 
@@ -491,5 +555,43 @@ final class RawSocket: Sendable {
             // parallel tests blocked in recv would queue behind each other.
             Thread { continuation.resume(with: Result { try body() }) }.start()
         }
+    }
+}
+
+/// A one-shot fake server on 127.0.0.1:0 that answers any request with a fixed response.
+final class RawListener: Sendable {
+    let descriptor: Int32
+    let port: UInt16
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && listen(descriptor, 4) == 0
+                    && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else { Glibc.close(descriptor); throw TimedOut() }
+        self.descriptor = descriptor
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    func serveOnce(response: String) {
+        let descriptor = descriptor
+        Thread {
+            let connection = accept(descriptor, nil, nil)
+            var head: [UInt8] = []
+            var byte: UInt8 = 0
+            while !head.suffix(4).elementsEqual([13, 10, 13, 10]) && recv(connection, &byte, 1, 0) == 1 { head.append(byte) }
+            let bytes = Array(response.utf8)
+            _ = send(connection, bytes, bytes.count, Int32(MSG_NOSIGNAL))
+            usleep(200_000)
+            Glibc.close(connection)
+            Glibc.close(descriptor)
+        }.start()
     }
 }

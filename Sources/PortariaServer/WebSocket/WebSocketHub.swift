@@ -53,13 +53,13 @@ public final class WebSocketHub: @unchecked Sendable {
         }
     }
 
-    /// Sends `text` to the given sockets (those not open any more are skipped).
+    /// Sends `text` to the given sockets of this hub (those not open any more are skipped).
     @discardableResult
     public func broadcast(text: String, to connections: [WebSocketConnection]) async -> Int {
         let bytes = Array(text.utf8)
-        return await loop.submit {
+        return await loop.submit { [self] in
             var sent = 0
-            for connection in connections where connection.isOpenOnLoop {
+            for connection in connections where members[ObjectIdentifier(connection)] != nil && connection.isOpenOnLoop {
                 connection.sendOnLoop(text: bytes)
                 sent += 1
             }
