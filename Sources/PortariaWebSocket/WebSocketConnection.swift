@@ -54,6 +54,11 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     private var pingSentAt: UInt64?
     private var closeStartedAt: UInt64?
     private var watchedEvents: UInt32 = 0
+    /// True while wslay_event_recv runs: handlers may send or close from inside it, and
+    /// the socket must not be released under wslay's feet. Sends wait for the flush after
+    /// it returns; a finish is remembered in `deferredFinish`.
+    private var receiving = false
+    private var deferredFinish: (code: WebSocketCloseCode, reason: String)?
     private var receivedClose: (code: WebSocketCloseCode, reason: String)?
     /// Why we are closing when the peer did not start it (1007, 1008, shutdown...).
     private var localClose: (code: WebSocketCloseCode, reason: String)?
@@ -198,9 +203,6 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         if phase != .closed && bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
     }
 
-    /// Bytes and messages waiting in wslay's queue (slow-consumer accounting).
-    var queuedBytes: Int { context.map { Int(wslay_event_get_queued_msg_length($0)) } ?? 0 }
-
     /// Queues a message, on the loop thread: the hub's broadcast calls this directly.
     func enqueue(opcode: UInt8, _ bytes: [UInt8]) {
         guard phase == .open, let context else { return }
@@ -246,12 +248,18 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         guard phase != .closed, let context else { return }
         let readable = events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
         if readable && wslay_event_want_read(context) != 0 {
-            if wslay_event_recv(context) != 0 {
+            receiving = true
+            let status = wslay_event_recv(context)
+            receiving = false
+            if let deferredFinish {
+                finish(fallback: deferredFinish)
+                return
+            }
+            if status != 0 {
                 finish(fallback: (.abnormal, "connection lost"))
                 return
             }
         }
-        if phase == .closed { return }
         flush()
     }
 
@@ -282,7 +290,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Sends what wslay has queued, then watches the socket for exactly what is still
     /// needed: `EPOLLIN` while wslay reads, `EPOLLOUT` only while a send would block.
     private func flush() {
-        guard phase != .closed, let context else { return }
+        guard phase != .closed, !receiving, let context else { return }
         if wslay_event_want_write(context) != 0 && wslay_event_send(context) != 0 {
             finish(fallback: (.abnormal, "connection lost"))
             return
@@ -310,12 +318,22 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Releases the socket and reports the close once.
     private func finish(fallback: (code: WebSocketCloseCode, reason: String)) {
         guard phase != .closed else { return }
+        if receiving {
+            if deferredFinish == nil { deferredFinish = fallback }
+            return
+        }
         phase = .closed
         loop.unregister(descriptor)
         let release = self.release
         self.release = nil
         release?()
-        let (code, reason) = receivedClose ?? localClose ?? fallback
+        // wslay fails connections itself (1002, 1009): then the code it sent is the reason.
+        let sentByWslay = context.flatMap { context -> (code: WebSocketCloseCode, reason: String)? in
+            guard wslay_event_get_close_sent(context) != 0 else { return nil }
+            let code = wslay_event_get_status_code_sent(context)
+            return code == 0 ? nil : (WebSocketCloseCode(code), "")
+        }
+        let (code, reason) = receivedClose ?? localClose ?? sentByWslay ?? fallback
         let handlers = self.handlers
         self.handlers = Handlers()
         handlers.onClose(self, code, reason)
@@ -324,6 +342,11 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     // MARK: wslay callbacks (loop thread, inside wslay_event_recv / wslay_event_send)
 
     fileprivate func receive(into buffer: UnsafeMutablePointer<UInt8>, count: Int) -> Int {
+        if deferredFinish != nil {
+            // A handler dropped the connection: stop reading at once.
+            wslay_event_set_error(context, WSLAY_ERR_CALLBACK_FAILURE.rawValue)
+            return -1
+        }
         if bufferedOffset < bufferedInput.count {
             let length = min(count, bufferedInput.count - bufferedOffset)
             bufferedInput.withUnsafeBufferPointer {

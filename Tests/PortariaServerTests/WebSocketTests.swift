@@ -154,6 +154,7 @@ struct WebSocketTests {
         client.send(text: String(repeating: "x", count: 64 * 1024 + 1))
         let last = await lastEvent(client.events)
         #expect(last.map(closeCode) == .messageTooBig)
+        #expect(await server.closeCodes.wait(count: 1) == [.messageTooBig])
     }
 
     @Test func invalidUTF8TextClosesWith1007() async throws {
@@ -162,6 +163,7 @@ struct WebSocketTests {
         let raw = try await RawSocket.upgraded(port: server.port, path: "/ws/echo")
         try await raw.write(RawSocket.frame(opcode: 1, payload: [0x6f, 0xc3, 0x28, 0x21], masked: true))
         #expect(try await raw.readCloseCode() == 1007)
+        #expect(await server.closeCodes.wait(count: 1) == [.invalidPayload])
         raw.close()
     }
 
@@ -171,6 +173,7 @@ struct WebSocketTests {
         let raw = try await RawSocket.upgraded(port: server.port, path: "/ws/echo")
         try await raw.write(RawSocket.frame(opcode: 1, payload: Array("hi".utf8), masked: false))
         #expect(try await raw.readCloseCode() == 1002)
+        #expect(await server.closeCodes.wait(count: 1) == [.protocolError])
         raw.close()
     }
 
