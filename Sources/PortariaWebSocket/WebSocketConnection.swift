@@ -20,7 +20,9 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
 
     /// What the owner wants to hear about. Called on the loop thread.
     public struct Handlers: Sendable {
+        /// A complete text message, already checked to be UTF-8.
         public var onText: @Sendable (WebSocketConnection, String) -> Void
+        /// A complete binary message.
         public var onBinary: @Sendable (WebSocketConnection, [UInt8]) -> Void
         /// Called exactly once, after the socket is released.
         public var onClose: @Sendable (WebSocketConnection, WebSocketCloseCode, String) -> Void
@@ -36,8 +38,10 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
 
     /// A process-unique number, for logs.
     public let id: UInt64
+    /// The loop that owns the socket; handlers run on its thread.
     public let loop: EventLoop
     public let role: Role
+    /// Limits and timers, fixed for the connection's life.
     public let configuration: WebSocketConfiguration
     let descriptor: Int32
 

@@ -4,9 +4,11 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomSt
     public init(rawValue: UInt16) { self.rawValue = rawValue }
     public init(_ rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// The purpose of the connection is fulfilled.
     public static let normal = WebSocketCloseCode(1000)
     /// The server is shutting down, or the peer went away.
     public static let goingAway = WebSocketCloseCode(1001)
+    /// A malformed frame (unmasked client frame, reserved opcode or bits...).
     public static let protocolError = WebSocketCloseCode(1002)
     public static let unsupportedData = WebSocketCloseCode(1003)
     /// The close frame carried no code (never sent on the wire).
@@ -17,6 +19,7 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomSt
     public static let invalidPayload = WebSocketCloseCode(1007)
     /// Used for slow consumers whose outbound queue overflowed.
     public static let policyViolation = WebSocketCloseCode(1008)
+    /// A message over ``WebSocketConfiguration/maxMessageSize``.
     public static let messageTooBig = WebSocketCloseCode(1009)
     public static let internalError = WebSocketCloseCode(1011)
     public static let tryAgainLater = WebSocketCloseCode(1013)
