@@ -41,6 +41,7 @@ struct WebSocketBenchmark {
             onClose: { _, _, _ in recorder.noteClosed() })
 
         let residentBefore = serverPID.flatMap(residentKilobytes)
+        let ownBefore = residentKilobytes(Int(getpid()))
         print("websocket fan-out: \(connections) idle connections to \(socketURL)")
 
         // Open the sockets, `concurrency` handshakes in flight at a time.
@@ -88,6 +89,10 @@ struct WebSocketBenchmark {
                          Double(before) / 1024, Double(after) / 1024, expected, perConnection / 1024))
         } else {
             print("  server RSS: not measured (pass --server-pid PID)")
+        }
+        if let before = ownBefore, let after = residentKilobytes(Int(getpid())) {
+            print(String(format: "  client RSS: %.1f KiB per connection (this process, wslay client mode)",
+                         Double(after - before) / Double(max(opened.count, 1))))
         }
 
         // The measured broadcasts.
