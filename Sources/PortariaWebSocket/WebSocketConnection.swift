@@ -20,6 +20,8 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
 
     /// What the owner wants to hear about. Called on the loop thread.
     public struct Handlers: Sendable {
+        /// The socket is being served (a route can send its first messages here).
+        public var onOpen: @Sendable (WebSocketConnection) -> Void
         /// A complete text message, already checked to be UTF-8.
         public var onText: @Sendable (WebSocketConnection, String) -> Void
         /// A complete binary message.
@@ -27,9 +29,11 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         /// Called exactly once, after the socket is released.
         public var onClose: @Sendable (WebSocketConnection, WebSocketCloseCode, String) -> Void
 
-        public init(onText: @escaping @Sendable (WebSocketConnection, String) -> Void = { _, _ in },
+        public init(onOpen: @escaping @Sendable (WebSocketConnection) -> Void = { _ in },
+                    onText: @escaping @Sendable (WebSocketConnection, String) -> Void = { _, _ in },
                     onBinary: @escaping @Sendable (WebSocketConnection, [UInt8]) -> Void = { _, _ in },
                     onClose: @escaping @Sendable (WebSocketConnection, WebSocketCloseCode, String) -> Void = { _, _, _ in }) {
+            self.onOpen = onOpen
             self.onText = onText
             self.onBinary = onBinary
             self.onClose = onClose
@@ -193,8 +197,9 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
             finish(fallback: (.abnormal, "cannot watch socket"))
             return false
         }
+        handlers.onOpen(self)
         // Frames may already wait in the bytes the HTTP layer read ahead.
-        if bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
+        if phase != .closed && bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
         return true
     }
 
@@ -203,6 +208,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         assert(loop.isInLoop)
         watchedEvents = events
         loop.replaceHandler(descriptor, with: self)
+        handlers.onOpen(self)
         update()
         if phase != .closed && bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
     }

@@ -44,6 +44,15 @@ struct WebSocketTests {
         #expect(await server.closeCodes.wait(count: 1) == [WebSocketCloseCode(4000)])
     }
 
+    @Test func routesCanGreetOnOpen() async throws {
+        let server = try WebSocketTestServer()
+        defer { server.stop() }
+        let client = try await WebSocketClient.connect(url: server.url("/ws/welcome"), loop: Self.loop)
+        var events = client.events.makeAsyncIterator()
+        #expect(await events.next() == .text("welcome"))
+        client.close()
+    }
+
     @Test func bufferedFramesAfterTheHandshakeAreNotLost() async throws {
         let server = try WebSocketTestServer()
         defer { server.stop() }
@@ -344,6 +353,9 @@ struct WebSocketTestServer {
             onClose: { _, code, _ in closeCodes.append(code) })
         router.get("/ws/echo") { request in try hub.upgrade(request, topics: ["echo"], handlers: handlers) }
         router.get("/ws/room") { request in try hub.upgrade(request, topics: ["room"]) }
+        router.get("/ws/welcome") { request in
+            try hub.upgrade(request, handlers: .init(onOpen: { $0.sendOnLoop(text: Array("welcome".utf8)) }))
+        }
         var http = HTTPServerConfiguration()
         http.port = 0
         http.threadPoolSize = 2
