@@ -214,6 +214,9 @@ struct WebSocketTests {
             let (head, body) = try await raw.readResponse()
             raw.close()
             #expect(head.hasPrefix("HTTP/1.1 \(status)"), "\(headers) → \(head)")
+            if status == 426 {
+                #expect(head.contains("Upgrade: websocket\r\n") && head.contains("Sec-WebSocket-Version: 13\r\n"))
+            }
             let envelope = try JSONDecoder().decode(ErrorEnvelope.self, from: Data(body))
             #expect(envelope.error.code.rawValue == code)
         }

@@ -18,9 +18,10 @@ enum WebSocketRequest {
         }
         guard let upgrade = request.header("upgrade"),
               tokens(upgrade).contains("websocket") else {
+            // RFC 9110 §15.5.22: a 426 names the protocol to upgrade to.
             throw HTTPError(status: 426, code: .upgradeRequired,
                             message: "this endpoint requires a WebSocket upgrade",
-                            headers: [("Sec-WebSocket-Version", "13")])
+                            headers: [("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13")])
         }
         guard let connection = request.header("connection"), tokens(connection).contains("upgrade") else {
             throw HTTPError.invalidRequest("the Connection header must contain \"upgrade\"", field: "connection")
@@ -29,7 +30,7 @@ enum WebSocketRequest {
             // §4.2.2: name the version we speak so the client can retry with it.
             throw HTTPError(status: 426, code: .upgradeRequired,
                             message: "unsupported WebSocket version; this server speaks version 13",
-                            headers: [("Sec-WebSocket-Version", "13")])
+                            headers: [("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13")])
         }
         guard let key = request.header("sec-websocket-key")?.trimmingCharacters(in: .whitespaces),
               WebSocketHandshake.isValidKey(key) else {
