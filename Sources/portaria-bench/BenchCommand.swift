@@ -16,8 +16,12 @@ enum BenchCommand {
         do {
             switch command {
             case "ws":
+                #if canImport(Glibc)
                 try await WebSocketBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
                 return 0
+                #else
+                throw BenchError("the WebSocket benchmark needs Linux (epoll)")
+                #endif
             case "help", "--help", "-h":
                 print(usage)
                 return 0

@@ -1,3 +1,4 @@
+#if canImport(Glibc)
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -204,3 +205,4 @@ final class DeliveryRecorder: Sendable {
     func latencies() -> [Double] { state.withLock { $0.latencies } }
     var closedCount: Int { state.withLock { $0.closed } }
 }
+#endif

@@ -1,3 +1,4 @@
+#if canImport(Glibc)
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -613,3 +614,4 @@ final class RawListener: Sendable {
         }.start()
     }
 }
+#endif

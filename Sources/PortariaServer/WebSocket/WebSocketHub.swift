@@ -2,6 +2,8 @@ import Foundation
 import PortariaCore
 import PortariaWebSocket
 
+#if canImport(Glibc)
+
 /// Every open server WebSocket of the process: routes upgrade through the hub, which
 /// can broadcast to a topic in one hop to the event loop and closes everything with
 /// 1001 when the server stops.
@@ -159,3 +161,22 @@ private struct HubUpgrade: WebSocketUpgrade {
         }
     }
 }
+#else
+
+/// Development builds on macOS: the WebSocket event loop is epoll-only, so WebSocket
+/// routes answer 501 there and everything else of the server works.
+public final class WebSocketHub: Sendable {
+    public init(log: Log = .shared) {}
+
+    public func upgrade(_ request: HTTPRequest, topics: Set<String> = []) throws -> HTTPResponse {
+        throw HTTPError(status: 501, code: ErrorCode("NOT_IMPLEMENTED"),
+                        message: "WebSockets need the Linux event loop")
+    }
+
+    @discardableResult
+    public func broadcast(text: String, topic: String) async -> Int { 0 }
+    public func count() async -> Int { 0 }
+    public func count(topic: String) async -> Int { 0 }
+    public func shutdown(timeout: Duration = .seconds(2)) async {}
+}
+#endif
