@@ -218,7 +218,10 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         guard phase == .open, let context else { return }
         let queuedBytes = Int(wslay_event_get_queued_msg_length(context))
         let queuedCount = Int(wslay_event_get_queued_msg_count(context))
-        if queuedBytes + bytes.count > configuration.maxQueuedBytes || queuedCount >= configuration.maxQueuedMessages {
+        // An empty queue always takes one message, however large: only a backlog means
+        // the reader is slow.
+        let overflows = queuedBytes > 0 && queuedBytes + bytes.count > configuration.maxQueuedBytes
+        if overflows || queuedCount >= configuration.maxQueuedMessages {
             // The peer is not reading. A close frame would wait behind the backlog it is not
             // reading either, so try once and drop the socket now: memory stays bounded.
             localClose = (.policyViolation, "slow consumer")
