@@ -29,16 +29,18 @@ let package = Package(
 
         // MARK: Swift layers
         .target(name: "PortariaCore"),
-        .target(name: "PortariaWebSocket", dependencies: ["CWslay", "COpenSSL"]),
+        .target(name: "PortariaWebSocket", dependencies: ["PortariaCore", "CWslay", "COpenSSL"]),
         .target(name: "PortariaServer",
                 dependencies: ["PortariaCore", "PortariaWebSocket", "CMicroHTTPD",
                                "CSQLite", "CLibPQ", "COpenSSL", "CArgon2", "CCurl"]),
         .target(name: "PortariaClient", dependencies: ["PortariaCore", "PortariaWebSocket"]),
-        .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient"]),
+        .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient", "PortariaWebSocket"]),
+        // `make bench`: load generators that print figures (WebSocket fan-out, ...).
+        .executableTarget(name: "portaria-bench", dependencies: ["PortariaCore", "PortariaWebSocket"]),
 
         // MARK: Tests (Swift Testing)
         .testTarget(name: "PortariaCoreTests", dependencies: ["PortariaCore"]),
-        .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer"]),
+        .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer", "PortariaWebSocket"]),
         .testTarget(name: "PortariaEndToEndTests",
                     dependencies: ["PortariaCore", "PortariaClient", "PortariaWebSocket"],
                     // Read from #filePath by the matrix test, not bundled.

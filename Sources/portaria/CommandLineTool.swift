@@ -1,6 +1,9 @@
 import Foundation
 import PortariaCore
 import PortariaServer
+#if canImport(Glibc)
+import PortariaWebSocket
+#endif
 
 /// `portaria serve | migrate | admin … | client …`. Mistakes print one readable line and
 /// exit non-zero; nothing prints a stack trace.
@@ -64,6 +67,12 @@ enum CommandLineTool {
         // Before anything listens: a SIGTERM sent as soon as the server answers must not be
         // lost (it was, while the signal sources were still being registered).
         ShutdownSignal.install()
+        #if canImport(Glibc)
+        // Every WebSocket holds a descriptor: the default soft limit (often 1024) would cap
+        // the server long before memory does.
+        let openFiles = ResourceLimits.raiseOpenFileLimit()
+        Log.shared.info("open file limit", ["soft": .number(Double(openFiles))])
+        #endif
         let application = try await Application(configuration: configuration)
         try application.start()
         await ShutdownSignal.wait()

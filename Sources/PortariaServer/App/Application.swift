@@ -7,6 +7,8 @@ public final class Application: Sendable {
     public let configuration: ServerConfiguration
     public let database: any SQLDatabase
     public let server: HTTPServer
+    /// Every open WebSocket; closed with 1001 before the HTTP server stops.
+    public let webSockets: WebSocketHub
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -31,11 +33,12 @@ public final class Application: Sendable {
                                loginLimitPerAccount: configuration.loginLimit, log: log)
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
+        webSockets = WebSocketHub(log: log)
         let router = Router()
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
-        if configuration.benchRoutes { BenchRoutes().register(on: router) }
+        if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }
 
         var http = HTTPServerConfiguration()
         http.host = configuration.host
@@ -51,6 +54,8 @@ public final class Application: Sendable {
     }
 
     public func shutdown() async {
+        // libmicrohttpd must get every upgraded socket back before it stops.
+        await webSockets.shutdown()
         await server.shutdown()
         await database.close()
         log.info("stopped")

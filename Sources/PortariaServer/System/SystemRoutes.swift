@@ -53,10 +53,39 @@ struct SystemRoutes {
 
 /// Routes that exist only for `make bench` (`--enable-bench-routes`).
 struct BenchRoutes {
+    let webSockets: WebSocketHub
+
+    static let topic = "bench"
+
+    struct Broadcast: Codable, Sendable { var payload: String }
+    struct BroadcastResult: Codable, Sendable {
+        var connections: Int
+        /// Time from the request handler to the last socket's send, on the server.
+        var fanoutMs: Double
+
+        enum CodingKeys: String, CodingKey {
+            case connections
+            case fanoutMs = "fanout_ms"
+        }
+    }
+
     func register(on router: Router) {
         router.post("/v1/bench/echo") { request in
             let value = try request.decode(JSONValue.self)
             return .json(value)
+        }
+        let hub = webSockets
+        // An idle socket that only receives broadcasts: what `portaria-bench ws` opens.
+        router.get("/v1/bench/ws") { request in
+            try hub.upgrade(request, topics: [Self.topic])
+        }
+        router.post("/v1/bench/broadcast") { request in
+            let body = try request.decode(Broadcast.self)
+            let started = ContinuousClock.now
+            let count = await hub.broadcast(text: body.payload, topic: Self.topic)
+            let elapsed = ContinuousClock.now - started
+            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            return .json(BroadcastResult(connections: count, fanoutMs: milliseconds))
         }
     }
 }

@@ -1,0 +1,517 @@
+#if canImport(Glibc)
+import CWslay
+import Foundation
+import PortariaCore
+import Glibc
+
+/// One open WebSocket, server or client side, framed by wslay and driven by an
+/// ``EventLoop``.
+///
+/// All public methods are safe from any thread: they hop to the loop. The handlers run on
+/// the loop thread and must not block it (hand slow work to a task).
+public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStringConvertible {
+    // Thread confinement: every `var` below and the wslay context are only touched on
+    // `loop`'s thread (public methods hop there with `loop.execute`); `id`, `loop`,
+    // `descriptor`, `role` and `configuration` never change. The object is freed only once
+    // the loop no longer holds it, so `deinit` cannot race with a wslay call.
+
+    /// Which end of the connection this is: clients mask their frames, servers must not.
+    public enum Role: Sendable { case server, client }
+
+    /// What the owner wants to hear about. Called on the loop thread.
+    public struct Handlers: Sendable {
+        /// The socket is being served (a route can send its first messages here).
+        public var onOpen: @Sendable (WebSocketConnection) -> Void
+        /// A complete text message, already checked to be UTF-8.
+        public var onText: @Sendable (WebSocketConnection, String) -> Void
+        /// A complete binary message.
+        public var onBinary: @Sendable (WebSocketConnection, [UInt8]) -> Void
+        /// Called exactly once, after the socket is released.
+        public var onClose: @Sendable (WebSocketConnection, WebSocketCloseCode, String) -> Void
+
+        public init(onOpen: @escaping @Sendable (WebSocketConnection) -> Void = { _ in },
+                    onText: @escaping @Sendable (WebSocketConnection, String) -> Void = { _, _ in },
+                    onBinary: @escaping @Sendable (WebSocketConnection, [UInt8]) -> Void = { _, _ in },
+                    onClose: @escaping @Sendable (WebSocketConnection, WebSocketCloseCode, String) -> Void = { _, _, _ in }) {
+            self.onOpen = onOpen
+            self.onText = onText
+            self.onBinary = onBinary
+            self.onClose = onClose
+        }
+    }
+
+    /// A process-unique number, for logs.
+    public let id: UInt64
+    /// The loop that owns the socket; handlers run on its thread.
+    public let loop: EventLoop
+    public let role: Role
+    /// Limits and timers, fixed for the connection's life.
+    public let configuration: WebSocketConfiguration
+    let descriptor: Int32
+
+    private var context: wslay_event_context_ptr?
+    private var handlers: Handlers
+    /// Bytes the HTTP layer read past the handshake; consumed before the socket.
+    private var bufferedInput: [UInt8]
+    private var bufferedOffset = 0
+    /// Gives the socket back: libmicrohttpd's upgrade handle on the server, `close(2)` on
+    /// the client.
+    private var release: (@Sendable () -> Void)?
+    private var phase: Phase = .open
+    private var lastReceived: UInt64
+    private var pingSentAt: UInt64?
+    private var closeStartedAt: UInt64?
+    private var watchedEvents: UInt32 = 0
+    /// True while wslay_event_recv runs: handlers may send or close from inside it, and
+    /// the socket must not be released under wslay's feet. Sends wait for the flush after
+    /// it returns; a finish is remembered in `deferredFinish`.
+    private var receiving = false
+    private var deferredFinish: (code: WebSocketCloseCode, reason: String)?
+    private var receivedClose: (code: WebSocketCloseCode, reason: String)?
+    /// Why we are closing when the peer did not start it (1007, 1008, shutdown...).
+    private var localClose: (code: WebSocketCloseCode, reason: String)?
+    /// Owner's per-connection value (the server hub keeps its bookkeeping here).
+    var attachment: AnyObject?
+
+    private enum Phase { case open, closing, closed }
+
+    private static let counter = Locked<UInt64>(0)
+
+    /// Wraps an already connected socket. Call ``start()`` to begin serving it.
+    /// - Parameters:
+    ///   - release: how to give the socket back when the WebSocket ends; `nil` closes it.
+    init(descriptor: Int32, role: Role, configuration: WebSocketConfiguration, loop: EventLoop,
+         bufferedInput: [UInt8], handlers: Handlers, release: (@Sendable () -> Void)?) {
+        id = Self.counter.withLock { $0 += 1; return $0 }
+        self.descriptor = descriptor
+        self.role = role
+        self.configuration = configuration
+        self.loop = loop
+        self.bufferedInput = bufferedInput
+        self.handlers = handlers
+        self.release = release ?? { _ = Glibc.close(descriptor) }
+        lastReceived = MonotonicClock.now()
+
+        var callbacks = wslay_event_callbacks(
+            recv_callback: webSocketReceive, send_callback: webSocketSend,
+            genmask_callback: webSocketGenerateMask, on_frame_recv_start_callback: nil,
+            on_frame_recv_chunk_callback: nil, on_frame_recv_end_callback: nil,
+            on_msg_recv_callback: webSocketMessage)
+        let user = Unmanaged.passUnretained(self).toOpaque()
+        let status = role == .server
+            ? wslay_event_context_server_init(&context, &callbacks, user)
+            : wslay_event_context_client_init(&context, &callbacks, user)
+        precondition(status == 0, "wslay_event_context_init failed (out of memory)")
+        wslay_event_config_set_max_recv_msg_length(context, UInt64(configuration.maxMessageSize))
+    }
+
+    deinit {
+        if let context { wslay_event_context_free(context) }
+    }
+
+    public static func == (lhs: WebSocketConnection, rhs: WebSocketConnection) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    public var description: String { "WebSocket#\(id)" }
+
+    // MARK: Public API (any thread)
+
+    /// Queues a text message. A reader so slow that its queue overflows is dropped (1008).
+    public func send(text: String) {
+        let bytes = Array(text.utf8)
+        loop.execute { [self] in enqueue(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue), bytes) }
+    }
+
+    /// Queues a binary message.
+    public func send(binary: [UInt8]) {
+        loop.execute { [self] in enqueue(opcode: UInt8(WSLAY_BINARY_FRAME.rawValue), binary) }
+    }
+
+    /// Queues a ping (the peer's pong shows up as activity; see ``WebSocketConfiguration``).
+    public func ping() {
+        loop.execute { [self] in
+            guard phase == .open, let context else { return }
+            var message = wslay_event_msg(opcode: UInt8(WSLAY_PING.rawValue), msg: nil, msg_length: 0)
+            _ = wslay_event_queue_msg(context, &message)
+            flush()
+        }
+    }
+
+    /// Starts the close handshake; the socket is released when the peer answers or after
+    /// `closeTimeout`.
+    public func close(code: WebSocketCloseCode = .normal, reason: String = "") {
+        loop.execute { [self] in startClose(code: code, reason: reason) }
+    }
+
+    // MARK: Loop-thread API (for owners that batch work in one hop, like the server hub)
+
+    /// Wraps a socket libmicrohttpd upgraded. Call ``startOnLoop()`` on the loop thread.
+    /// - Parameter release: gives the socket back to its owner (never `close(2)` it
+    ///   ourselves: libmicrohttpd closes it).
+    public static func server(socket: Int32, bufferedInput: [UInt8], configuration: WebSocketConfiguration,
+                              loop: EventLoop, handlers: Handlers,
+                              release: @escaping @Sendable () -> Void) -> WebSocketConnection {
+        WebSocketConnection(descriptor: socket, role: .server, configuration: configuration, loop: loop,
+                            bufferedInput: bufferedInput, handlers: handlers, release: release)
+    }
+
+    /// Starts serving the socket. Loop thread only.
+    public func startOnLoop() {
+        precondition(loop.isInLoop, "startOnLoop() must run on the event loop")
+        start()
+    }
+
+    /// ``send(text:)`` without the hop, for UTF-8 bytes already encoded once for many
+    /// sockets. Loop thread only.
+    public func sendOnLoop(text utf8: [UInt8]) {
+        assert(loop.isInLoop)
+        enqueue(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue), utf8)
+    }
+
+    /// ``close(code:reason:)`` without the hop. Loop thread only.
+    public func closeOnLoop(code: WebSocketCloseCode, reason: String) {
+        assert(loop.isInLoop)
+        startClose(code: code, reason: reason)
+    }
+
+    /// Releases the socket at once, without waiting for a close handshake. Loop thread only.
+    public func abortOnLoop(code: WebSocketCloseCode, reason: String) {
+        assert(loop.isInLoop)
+        abort(code: code, reason: reason)
+    }
+
+    /// Whether messages can still be sent. Loop thread only.
+    public var isOpenOnLoop: Bool { phase == .open }
+
+    // MARK: Loop thread
+
+    /// Registers the socket with the loop. Returns false when the loop refused it.
+    @discardableResult
+    func start() -> Bool {
+        assert(loop.isInLoop)
+        let flags = fcntl(descriptor, F_GETFL)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        watchedEvents = EPOLLIN.rawValue
+        guard loop.register(descriptor, handler: self, events: watchedEvents) else {
+            finish(fallback: (.abnormal, "cannot watch socket"))
+            return false
+        }
+        handlers.onOpen(self)
+        // Frames may already wait in the bytes the HTTP layer read ahead.
+        if phase != .closed && bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
+        return true
+    }
+
+    /// Takes over a descriptor the loop already watches (client handshake → WebSocket).
+    func adopt(watching events: UInt32) {
+        assert(loop.isInLoop)
+        watchedEvents = events
+        loop.replaceHandler(descriptor, with: self)
+        handlers.onOpen(self)
+        update()
+        if phase != .closed && bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
+    }
+
+    /// Queues a message, on the loop thread: the hub's broadcast calls this directly.
+    func enqueue(opcode: UInt8, _ bytes: [UInt8]) {
+        guard phase == .open, let context else { return }
+        let queuedBytes = Int(wslay_event_get_queued_msg_length(context))
+        let queuedCount = Int(wslay_event_get_queued_msg_count(context))
+        // An empty queue always takes one message, however large: only a backlog means
+        // the reader is slow.
+        let overflows = queuedBytes > 0 && queuedBytes + bytes.count > configuration.maxQueuedBytes
+        if overflows || queuedCount >= configuration.maxQueuedMessages {
+            // The peer is not reading. A close frame would wait behind the backlog it is not
+            // reading either, so try once and drop the socket now: memory stays bounded.
+            localClose = (.policyViolation, "slow consumer")
+            _ = wslay_event_queue_close(context, WebSocketCloseCode.policyViolation.rawValue, nil, 0)
+            _ = wslay_event_send(context)
+            finish(fallback: (.policyViolation, "slow consumer"))
+            return
+        }
+        let status = bytes.withUnsafeBufferPointer { buffer -> Int32 in
+            var message = wslay_event_msg(opcode: opcode, msg: buffer.baseAddress, msg_length: buffer.count)
+            return wslay_event_queue_msg(context, &message)
+        }
+        if status != 0 { return }
+        flush()
+    }
+
+    func startClose(code: WebSocketCloseCode, reason: String) {
+        guard phase == .open, let context else { return }
+        phase = .closing
+        closeStartedAt = MonotonicClock.now()
+        localClose = (code, reason)
+        // RFC 6455 §5.5: control frame payloads are at most 125 bytes, 2 of them the code.
+        let reasonBytes = Array(reason.utf8.prefix(123))
+        _ = reasonBytes.withUnsafeBufferPointer {
+            wslay_event_queue_close(context, code.rawValue, $0.baseAddress, $0.count)
+        }
+        flush()
+    }
+
+    /// Drops the socket without a handshake (used when the loop's owner stops).
+    func abort(code: WebSocketCloseCode, reason: String) {
+        localClose = (code, reason)
+        finish(fallback: (code, reason))
+    }
+
+    func handle(events: UInt32) {
+        guard phase != .closed, let context else { return }
+        let readable = events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+        if readable && wslay_event_want_read(context) != 0 {
+            receiving = true
+            let status = wslay_event_recv(context)
+            receiving = false
+            if let deferredFinish {
+                finish(fallback: deferredFinish)
+                return
+            }
+            if status != 0 {
+                finish(fallback: (.abnormal, "connection lost"))
+                return
+            }
+        }
+        flush()
+    }
+
+    func tick(now: UInt64) {
+        guard phase != .closed, let context else { return }
+        if let closeStartedAt, now &- closeStartedAt > configuration.closeTimeout.nanoseconds {
+            finish(fallback: localClose ?? (.abnormal, "close timeout"))
+            return
+        }
+        guard phase == .open, let interval = configuration.pingInterval else { return }
+        if let pingSentAt {
+            if now &- pingSentAt > configuration.pongTimeout.nanoseconds {
+                // A peer that does not answer will not read a close frame either: tell it
+                // once, best effort, and let go.
+                localClose = (.abnormal, "ping timeout")
+                _ = wslay_event_queue_close(context, WebSocketCloseCode.goingAway.rawValue, nil, 0)
+                _ = wslay_event_send(context)
+                finish(fallback: (.abnormal, "ping timeout"))
+            }
+        } else if now &- lastReceived >= interval.nanoseconds {
+            pingSentAt = now
+            var message = wslay_event_msg(opcode: UInt8(WSLAY_PING.rawValue), msg: nil, msg_length: 0)
+            _ = wslay_event_queue_msg(context, &message)
+            flush()
+        }
+    }
+
+    /// Sends what wslay has queued, then watches the socket for exactly what is still
+    /// needed: `EPOLLIN` while wslay reads, `EPOLLOUT` only while a send would block.
+    private func flush() {
+        guard phase != .closed, !receiving, let context else { return }
+        if wslay_event_want_write(context) != 0 && wslay_event_send(context) != 0 {
+            finish(fallback: (.abnormal, "connection lost"))
+            return
+        }
+        update()
+    }
+
+    private func update() {
+        guard phase != .closed, let context else { return }
+        let wantRead = wslay_event_want_read(context) != 0
+        let wantWrite = wslay_event_want_write(context) != 0
+        if !wantRead && !wantWrite {
+            // Close frames went both ways (or we gave up reading after an error and our
+            // close frame is out): the WebSocket is over.
+            finish(fallback: localClose ?? (.normal, ""))
+            return
+        }
+        let events = (wantRead ? EPOLLIN.rawValue : 0) | (wantWrite ? EPOLLOUT.rawValue : 0)
+        if events != watchedEvents {
+            watchedEvents = events
+            loop.modify(descriptor, events: events)
+        }
+    }
+
+    /// Releases the socket and reports the close once.
+    private func finish(fallback: (code: WebSocketCloseCode, reason: String)) {
+        guard phase != .closed else { return }
+        if receiving {
+            if deferredFinish == nil { deferredFinish = fallback }
+            return
+        }
+        phase = .closed
+        loop.unregister(descriptor)
+        let release = self.release
+        self.release = nil
+        release?()
+        // wslay fails connections itself (1002, 1009): then the code it sent is the reason.
+        let sentByWslay = context.flatMap { context -> (code: WebSocketCloseCode, reason: String)? in
+            guard wslay_event_get_close_sent(context) != 0 else { return nil }
+            let code = wslay_event_get_status_code_sent(context)
+            return code == 0 ? nil : (WebSocketCloseCode(code), "")
+        }
+        let (code, reason) = receivedClose ?? localClose ?? sentByWslay ?? fallback
+        let handlers = self.handlers
+        self.handlers = Handlers()
+        handlers.onClose(self, code, reason)
+    }
+
+    // MARK: wslay callbacks (loop thread, inside wslay_event_recv / wslay_event_send)
+
+    fileprivate func receive(into buffer: UnsafeMutablePointer<UInt8>, count: Int) -> Int {
+        if deferredFinish != nil {
+            // A handler dropped the connection: stop reading at once.
+            wslay_event_set_error(context, WSLAY_ERR_CALLBACK_FAILURE.rawValue)
+            return -1
+        }
+        if bufferedOffset < bufferedInput.count {
+            let length = min(count, bufferedInput.count - bufferedOffset)
+            bufferedInput.withUnsafeBufferPointer {
+                buffer.update(from: $0.baseAddress! + bufferedOffset, count: length)
+            }
+            bufferedOffset += length
+            if bufferedOffset == bufferedInput.count { bufferedInput = []; bufferedOffset = 0 }
+            noteActivity()
+            return length
+        }
+        while true {
+            let received = recv(descriptor, buffer, count, 0)
+            if received > 0 {
+                noteActivity()
+                return received
+            }
+            if received < 0 && errno == EINTR { continue }
+            let wouldBlock = received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+            wslay_event_set_error(context, wouldBlock ? WSLAY_ERR_WOULDBLOCK.rawValue : WSLAY_ERR_CALLBACK_FAILURE.rawValue)
+            return -1
+        }
+    }
+
+    /// wslay sends a frame's header and its payload in two calls (the header flagged
+    /// `WSLAY_MSG_MORE`). A broadcast to ten thousand sockets is syscall-bound, so a short
+    /// chunk flagged "more" is held here and leaves with the next one in one `sendmsg`.
+    private var heldChunk: (UInt64, UInt64) = (0, 0)
+    private var heldCount = 0
+
+    fileprivate func send(_ data: UnsafePointer<UInt8>, count: Int, more: Bool) -> Int {
+        if more && heldCount == 0 && count <= MemoryLayout.size(ofValue: heldChunk) {
+            withUnsafeMutableBytes(of: &heldChunk) { $0.baseAddress!.copyMemory(from: data, byteCount: count) }
+            heldCount = count
+            return count
+        }
+        let flags = Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0)
+        while true {
+            let sent: Int
+            let held = heldCount
+            if held > 0 {
+                sent = withUnsafeMutableBytes(of: &heldChunk) { heldBytes in
+                    var parts = [iovec(iov_base: heldBytes.baseAddress, iov_len: held),
+                                 iovec(iov_base: UnsafeMutableRawPointer(mutating: data), iov_len: count)]
+                    return parts.withUnsafeMutableBufferPointer { vectors in
+                        var message = msghdr()
+                        message.msg_iov = vectors.baseAddress
+                        message.msg_iovlen = 2
+                        return sendmsg(descriptor, &message, flags)
+                    }
+                }
+            } else {
+                sent = Glibc.send(descriptor, data, count, flags)
+            }
+            if sent < 0 {
+                if errno == EINTR { continue }
+                let wouldBlock = errno == EAGAIN || errno == EWOULDBLOCK
+                wslay_event_set_error(context, wouldBlock ? WSLAY_ERR_WOULDBLOCK.rawValue : WSLAY_ERR_CALLBACK_FAILURE.rawValue)
+                return -1
+            }
+            guard held > 0 else { return sent }
+            if sent < held {
+                // Part of the held chunk left: keep the rest; wslay will offer `data` again.
+                withUnsafeMutableBytes(of: &heldChunk) { bytes in
+                    let base = bytes.baseAddress!
+                    base.copyMemory(from: base + sent, byteCount: held - sent)
+                }
+                heldCount = held - sent
+                wslay_event_set_error(context, WSLAY_ERR_WOULDBLOCK.rawValue)
+                return -1
+            }
+            heldCount = 0
+            if sent == held {
+                wslay_event_set_error(context, WSLAY_ERR_WOULDBLOCK.rawValue)
+                return -1
+            }
+            return sent - held
+        }
+    }
+
+    /// Any bytes from the peer prove it is alive; a pong needs no special treatment.
+    private func noteActivity() {
+        lastReceived = MonotonicClock.now()
+        pingSentAt = nil
+    }
+
+    fileprivate func received(opcode: UInt8, payload: UnsafeBufferPointer<UInt8>, statusCode: UInt16) {
+        switch UInt32(opcode) {
+        case WSLAY_TEXT_FRAME.rawValue:
+            // RFC 6455 §8.1: a text message that is not UTF-8 fails the connection with 1007.
+            guard let text = String(validating: payload, as: UTF8.self) else {
+                failConnection(.invalidPayload, "invalid UTF-8 in a text message")
+                return
+            }
+            handlers.onText(self, text)
+        case WSLAY_BINARY_FRAME.rawValue:
+            handlers.onBinary(self, Array(payload))
+        case WSLAY_CONNECTION_CLOSE.rawValue:
+            // wslay answers the close frame itself; we only remember what the peer said.
+            let reasonBytes = payload.count > 2 ? UnsafeBufferPointer(rebasing: payload[2...]) : UnsafeBufferPointer(start: nil, count: 0)
+            let reason = String(decoding: reasonBytes, as: UTF8.self)
+            receivedClose = (statusCode == 0 ? .noStatus : WebSocketCloseCode(statusCode), reason)
+            if phase == .open { phase = .closing; closeStartedAt = MonotonicClock.now() }
+        default:
+            break // ping (answered by wslay) and pong (counted as activity)
+        }
+    }
+
+    /// Fails the connection (RFC 6455 §7.1.7): close frame with `code`, stop reading.
+    private func failConnection(_ code: WebSocketCloseCode, _ reason: String) {
+        guard let context else { return }
+        if phase == .open { phase = .closing; closeStartedAt = MonotonicClock.now() }
+        localClose = (code, reason)
+        let reasonBytes = Array(reason.utf8.prefix(123))
+        _ = reasonBytes.withUnsafeBufferPointer {
+            wslay_event_queue_close(context, code.rawValue, $0.baseAddress, $0.count)
+        }
+        wslay_event_shutdown_read(context)
+    }
+}
+
+extension WebSocketConnection: EventLoopHandler {}
+
+// C callbacks: free functions so they capture nothing and carry no actor isolation.
+
+private func connection(_ user: UnsafeMutableRawPointer?) -> WebSocketConnection {
+    Unmanaged<WebSocketConnection>.fromOpaque(user!).takeUnretainedValue()
+}
+
+private func webSocketReceive(_ context: wslay_event_context_ptr?, _ buffer: UnsafeMutablePointer<UInt8>?,
+                              _ length: Int, _ flags: Int32, _ user: UnsafeMutableRawPointer?) -> Int {
+    connection(user).receive(into: buffer!, count: length)
+}
+
+private func webSocketSend(_ context: wslay_event_context_ptr?, _ data: UnsafePointer<UInt8>?,
+                           _ length: Int, _ flags: Int32, _ user: UnsafeMutableRawPointer?) -> Int {
+    connection(user).send(data!, count: length, more: flags & Int32(WSLAY_MSG_MORE.rawValue) != 0)
+}
+
+private func webSocketGenerateMask(_ context: wslay_event_context_ptr?, _ buffer: UnsafeMutablePointer<UInt8>?,
+                                   _ length: Int, _ user: UnsafeMutableRawPointer?) -> Int32 {
+    // Masking defeats cache poisoning by proxies, it is not secrecy: the system generator
+    // (getrandom) is plenty and cheaper than a call into OpenSSL per frame.
+    var generator = SystemRandomNumberGenerator()
+    for index in 0..<length { buffer![index] = UInt8.random(in: 0...255, using: &generator) }
+    return 0
+}
+
+private func webSocketMessage(_ context: wslay_event_context_ptr?, _ argument: UnsafePointer<wslay_event_on_msg_recv_arg>?,
+                              _ user: UnsafeMutableRawPointer?) {
+    let argument = argument!.pointee
+    connection(user).received(opcode: argument.opcode,
+                              payload: UnsafeBufferPointer(start: argument.msg, count: argument.msg_length),
+                              statusCode: argument.status_code)
+}
+#endif
