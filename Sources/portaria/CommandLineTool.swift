@@ -71,7 +71,7 @@ enum CommandLineTool {
         // Every WebSocket holds a descriptor: the default soft limit (often 1024) would cap
         // the server long before memory does.
         let openFiles = ResourceLimits.raiseOpenFileLimit()
-        Log.shared.info("open file limit", ["soft": .number(Double(openFiles))])
+        Log.shared.debug("open file limit", ["soft": .number(Double(openFiles))])
         #endif
         let application = try await Application(configuration: configuration)
         try application.start()
