@@ -60,7 +60,7 @@ enum CommandLineTool {
         guard options.positional.isEmpty else { throw UsageError("unexpected argument '\(options.positional[0])'") }
         let configuration = try ServerConfiguration.from(options)
         let application = try await Application(configuration: configuration)
-        try application.start()
+        try await application.start()
         await ShutdownSignal.wait()
         await application.shutdown()
         return 0
