@@ -36,8 +36,10 @@ enum VisitEngine {
                 _ = userIDs
             case .stopRinging(let reason):
                 ringStopped = true
-                try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(row.id))
+                let hadJob = try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(row.id)) > 0
                 var users = try VisitStore.rungUsers(db, visitID: row.id)
+                // Nothing rang (a delivery left at the concierge at once): nothing to stop.
+                if !hadJob && users.isEmpty { continue }
                 if reason == .answeredElsewhere, let by = source.user {
                     // The answering device keeps its call; the others stop.
                     users.removeAll { $0 == by.id }

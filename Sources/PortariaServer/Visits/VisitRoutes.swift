@@ -13,10 +13,12 @@ public final class VisitsModule: Sendable {
     let configuration: VisitsConfiguration
 
     public init(database: any SQLDatabase, authenticator: Authenticator, configuration: VisitsConfiguration,
-                clock: any TimeSource = SystemTimeSource(), bus: EventBus = EventBus(), log: Log = .shared) {
+                clock: any TimeSource = SystemTimeSource(), bus: EventBus = EventBus(), log: Log = .shared,
+                beforeIdempotentWork: (@Sendable () async -> Void)? = nil) {
         let scheduler = RingScheduler(database: database, clock: clock, bus: bus, log: log)
         var service = VisitService(database: database, clock: clock, bus: bus, configuration: configuration, log: log)
         service.wakeScheduler = { Task { await scheduler.wake() } }
+        service.beforeIdempotentWork = beforeIdempotentWork
         self.service = service
         self.scheduler = scheduler
         self.retention = RetentionJob(database: database, clock: clock, dataDirectory: configuration.dataDirectory,
