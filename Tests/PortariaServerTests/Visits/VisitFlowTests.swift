@@ -321,3 +321,36 @@ struct VisitFlowTests {
         }
     }
 }
+
+@Suite("Ring scheduler on several instances", .serialized)
+struct RingSchedulerInstancesTests {
+    @Test("three instances ticking at once: every step exactly once", arguments: VisitsFixture.backends)
+    func noDoubleRing(backend: Backend) async throws {
+        try await VisitsFixture.with(backend) { f in
+            var ids: [String] = []
+            for index in 0..<12 { ids.append(try await f.ring(index % 2 == 0 ? "A-101" : "B-201", name: "V\(index)").id) }
+            var handles: [any SQLDatabase] = []
+            var schedulers: [RingScheduler] = [f.module.scheduler]
+            for _ in 0..<2 {
+                let handle = try await f.storage.openAnother()
+                handles.append(handle)
+                schedulers.append(RingScheduler(database: handle, clock: f.clock, bus: EventBus()))
+            }
+            for seconds in [20.0, 20, 20] {
+                f.clock.advance(by: seconds)
+                await withTaskGroup(of: Int.self) { group in
+                    for scheduler in schedulers { group.addTask { await scheduler.tick() } }
+                }
+            }
+            for id in ids {
+                let events = try await f.events(id)
+                let rings = events.filter { $0.type == "visit.ringing" }.compactMap { $0.data["step"]?.numberValue }
+                #expect(rings == rings.sorted() && Set(rings).count == rings.count, "no step twice: \(rings)")
+                #expect(events.filter { $0.type == "visit.unanswered" }.count == 1, "no step lost")
+            }
+            // A-101 rings Maria then João; B-201 only Ana.
+            #expect(try await f.count("SELECT COUNT(*) AS n FROM visit_attempts WHERE kind = 'ring'") == 6 * 2 + 6 * 1)
+            for handle in handles { await handle.close() }
+        }
+    }
+}
