@@ -21,7 +21,9 @@ final class VisitsServer: @unchecked Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
+    /// `PORTARIA_BINARY` (e.g. a release build for benchmarks), else the debug build.
     static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["PORTARIA_BINARY"], !path.isEmpty { return URL(fileURLWithPath: path) }
         let candidates = [".build/debug/portaria", ".build/x86_64-unknown-linux-gnu/debug/portaria", ".build/release/portaria"]
         return candidates.map { packageRoot.appendingPathComponent($0) }
             .first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? packageRoot.appendingPathComponent(candidates[0])
