@@ -74,7 +74,7 @@ enum CommandLineTool {
         Log.shared.debug("open file limit", ["soft": .number(Double(openFiles))])
         #endif
         let application = try await Application(configuration: configuration)
-        try application.start()
+        try await application.start()
         await ShutdownSignal.wait()
         await application.shutdown()
         return 0

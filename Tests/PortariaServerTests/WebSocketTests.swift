@@ -314,7 +314,7 @@ struct WebSocketApplicationTests {
         configuration.databaseURL = "sqlite://" + path
         configuration.benchRoutes = true
         let application = try await Application(configuration: configuration, log: Log(minimumLevel: .error))
-        try application.start()
+        try await application.start()
         let port = application.server.port
 
         let client = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/bench/ws")

@@ -66,7 +66,7 @@ public final class FileSecureStore: SecureStore {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
             let data = try JSONEncoder().encode(values)
-            FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
         }
     }
 }

@@ -9,6 +9,7 @@ public final class Application: Sendable {
     public let server: HTTPServer
     /// Every open WebSocket; closed with 1001 before the HTTP server stops.
     public let webSockets: WebSocketHub
+    public let visits: VisitsModule
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -39,15 +40,23 @@ public final class Application: Sendable {
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }
+        var visitsConfiguration = VisitsConfiguration()
+        visitsConfiguration.gateLimit = configuration.gateLimit
+        visitsConfiguration.dataDirectory = configuration.dataDirectory
+        visitsConfiguration.retentionDays = configuration.retentionDays
+        visits = VisitsModule(database: database, authenticator: authenticator, configuration: visitsConfiguration, log: log)
+        visits.register(on: router)
 
         var http = HTTPServerConfiguration()
         http.host = configuration.host
         http.port = configuration.port
         http.maxBodySize = configuration.maxBodySize
+        http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         server = HTTPServer(router: router, configuration: http, log: log)
     }
 
-    public func start() throws {
+    public func start() async throws {
+        try await visits.start()
         try server.start()
         log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
                                "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
@@ -57,6 +66,7 @@ public final class Application: Sendable {
         // libmicrohttpd must get every upgraded socket back before it stops.
         await webSockets.shutdown()
         await server.shutdown()
+        await visits.stop()
         await database.close()
         log.info("stopped")
     }

@@ -21,6 +21,8 @@ public struct ServerConfiguration: Sendable {
     public var gateLimit = 10
     public var loginLimit = 10
     public var maxBodySize = 1 << 20
+    /// Days photos, voice messages and visitor locations are kept (LGPD).
+    public var retentionDays = 90
     /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
     public var benchRoutes = false
     /// Where `docs/openapi.yaml` is read from for `GET /v1/openapi.yaml`.
@@ -51,6 +53,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
+        OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
     ]
@@ -85,6 +88,7 @@ public struct ServerConfiguration: Sendable {
         configuration.gateLimit = try options.integer("gate-limit", default: 10, range: 1...1_000_000)
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
+        configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.openAPIPath = options.value("openapi-file")
         configuration.benchRoutes = options.flag("enable-bench-routes")
         let apns = [configuration.apnsKeyFile, configuration.apnsKeyID, configuration.apnsTeamID, configuration.apnsTopic]

@@ -18,6 +18,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// Per-connection memory for the request line and headers; bigger headers get 431.
     public var headerMemoryLimit: Int = 16 * 1024
     public var maxBodySize: Int = 1 << 20
+    /// Larger limits for particular routes (uploads), by method and path; nil keeps
+    /// `maxBodySize`. Decided from the request line, before any body byte is read.
+    public var bodyLimitOverride: @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil }
     public var listenBacklog: Int = 4096
     public init() {}
 }

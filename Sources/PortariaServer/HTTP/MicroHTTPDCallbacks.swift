@@ -16,6 +16,7 @@ final class RequestContext: @unchecked Sendable {
     var declaredLength: Int?
     var discardedBytes = 0
     var bodyTooLarge = false
+    var maxBodySize = 0
     var response: HTTPResponse?
     var handlerStarted = false
     var route = "-"
@@ -119,6 +120,8 @@ func portariaAccessHandler(
             requestID: clientRequestID ?? UUID().uuidString,
             clientAddress: SocketAddress.describe(portaria_mhd_client_address(connection)))
         let context = RequestContext(server: server, request: request)
+        context.maxBodySize = max(server.configuration.maxBodySize,
+                                  server.configuration.bodyLimitOverride(request.method, request.path) ?? 0)
         server.inFlight.withLock { $0 += 1 }
         contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
         if let declared = headers["content-length"], Int(declared) == nil {
@@ -130,10 +133,10 @@ func portariaAccessHandler(
         }
         if let length = headers["content-length"].flatMap(Int.init) {
             context.declaredLength = length
-            if length > server.configuration.maxBodySize {
+            if length > context.maxBodySize {
                 // Answer before reading the body: libmicrohttpd then skips "100 Continue"
                 // and closes the connection instead of swallowing a huge upload.
-                return queue(payloadTooLarge(server), on: connection, context: context)
+                return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context)
             }
             context.request.body.reserveCapacity(length)
         }
@@ -144,14 +147,14 @@ func portariaAccessHandler(
     // Body bytes.
     let size = uploadDataSize.pointee
     if size > 0 {
-        if !context.bodyTooLarge && context.request.body.count + size > server.configuration.maxBodySize {
+        if !context.bodyTooLarge && context.request.body.count + size > context.maxBodySize {
             context.bodyTooLarge = true
             context.request.body = []
         }
         if context.bodyTooLarge {
             context.discardedBytes += size
             // A chunked upload that keeps going past a generous margin is dropped outright.
-            if context.discardedBytes > 4 * server.configuration.maxBodySize { return portaria_mhd_no }
+            if context.discardedBytes > 4 * context.maxBodySize { return portaria_mhd_no }
         } else if let uploadData {
             uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
                 context.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
@@ -162,7 +165,7 @@ func portariaAccessHandler(
     }
 
     // The request is complete.
-    if context.bodyTooLarge { return queue(payloadTooLarge(server), on: connection, context: context) }
+    if context.bodyTooLarge { return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context) }
     if let response = context.response {
         if let upgrade = response.upgrade {
             return queueUpgrade(response, upgrade, on: connection, context: context)
@@ -182,9 +185,9 @@ func portariaAccessHandler(
     return portaria_mhd_yes
 }
 
-private func payloadTooLarge(_ server: HTTPServer) -> HTTPResponse {
+private func payloadTooLarge(_ limit: Int) -> HTTPResponse {
     HTTPError(status: 413, code: .payloadTooLarge,
-              message: "the request body exceeds \(server.configuration.maxBodySize) bytes").response
+              message: "the request body exceeds \(limit) bytes").response
 }
 
 func portariaRequestCompleted(

@@ -11,6 +11,7 @@ public enum Schema {
                 """),
         ]),
         Migration(version: 2, name: "accounts", statements: accounts),
+        Migration(version: 3, name: "visits", statements: visits),
     ]
 
     /// Companies (condominiums), their units, sectors and gates; users and what they are

@@ -1,0 +1,139 @@
+import Foundation
+import PortariaCore
+
+/// One committed row of the `events` table.
+public struct EventRecord: Sendable, Equatable {
+    public var seq: Int64
+    public var companyID: String
+    public var visitID: String?
+    public var unitID: String?
+    public var type: String
+    public var data: JSONValue
+    public var createdAt: Date
+}
+
+/// An event about to be written in the current transaction.
+struct PendingEvent: Sendable {
+    var type: String
+    var data: [String: JSONValue]
+}
+
+/// Writes and reads the `events` table.
+enum EventLog {
+    /// Appends events inside the caller's transaction and returns them with their `seq`.
+    ///
+    /// On PostgreSQL an identity value is taken when the row is inserted but becomes
+    /// visible at commit, so two transactions could commit their events out of `seq`
+    /// order and a reader resuming "after seq N" would skip one. A transaction-scoped
+    /// advisory lock per company, taken just before the insert (the last work of every
+    /// visit transaction), makes `seq` order equal commit order within a company, which
+    /// is the scope replay reads. SQLite has a single writer and needs none.
+    static func append(_ db: any SQLConnection, companyID: String, visitID: String?, unitID: String?,
+                       events: [PendingEvent], at: Date) throws -> [EventRecord] {
+        guard !events.isEmpty else { return [] }
+        if db.dialect == .postgres {
+            _ = try db.query("SELECT pg_advisory_xact_lock(?) AS locked", .integer(lockKey(companyID)))
+        }
+        return try events.map { event in
+            let data = JSONValue.object(event.data)
+            let row = try db.queryOne("""
+                INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
+                VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
+                """, .text(companyID), .optional(visitID), .optional(unitID), .text(event.type),
+                     .text(data.jsonText), .date(at))
+            return EventRecord(seq: row?.int("seq") ?? 0, companyID: companyID, visitID: visitID, unitID: unitID,
+                               type: event.type, data: data, createdAt: at)
+        }
+    }
+
+    /// Events of a company after `seq`, oldest first (the realtime replay will use this).
+    static func since(_ db: any SQLConnection, companyID: String, seq: Int64, limit: Int = 500) throws -> [EventRecord] {
+        try db.query("""
+            SELECT seq, company_id, visit_id, unit_id, type, data, created_at FROM events
+            WHERE company_id = ? AND seq > ? ORDER BY seq LIMIT ?
+            """, .text(companyID), .integer(seq), .integer(Int64(limit))).map(record)
+    }
+
+    /// Events of one visit, oldest first.
+    static func forVisit(_ db: any SQLConnection, visitID: String) throws -> [EventRecord] {
+        try db.query("""
+            SELECT seq, company_id, visit_id, unit_id, type, data, created_at FROM events
+            WHERE visit_id = ? ORDER BY seq
+            """, .text(visitID)).map(record)
+    }
+
+    static func record(_ row: SQLRow) -> EventRecord {
+        let text = row.string("data") ?? "{}"
+        let data = (try? JSONCoding.decoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .object([:])
+        return EventRecord(seq: row.int("seq") ?? 0, companyID: row.string("company_id") ?? "",
+                           visitID: row.string("visit_id"), unitID: row.string("unit_id"),
+                           type: row.string("type") ?? "", data: data, createdAt: row.date("created_at") ?? Date())
+    }
+
+    /// A stable 63-bit key per company for `pg_advisory_xact_lock` (FNV-1a; Swift's
+    /// `hashValue` is seeded per process and would differ between instances).
+    static func lockKey(_ companyID: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in ("events:" + companyID).utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
+    }
+}
+
+/// The in-process event bus: committed events, in commit order per publisher, to every
+/// subscriber. Fed after commit with the rows the transaction wrote to `events`; the
+/// realtime and push layers will subscribe here (and, across instances, read the log).
+public final class EventBus: Sendable {
+    private let subscribers = Locked<[UUID: AsyncStream<EventRecord>.Continuation]>([:])
+
+    public init() {}
+
+    /// A stream of every event published from now on.
+    public func subscribe() -> AsyncStream<EventRecord> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<EventRecord>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        continuation.onTermination = { [weak self] _ in
+            self?.subscribers.withLock { _ = $0.removeValue(forKey: id) }
+        }
+        subscribers.withLock { $0[id] = continuation }
+        return stream
+    }
+
+    /// Delivers committed events to every subscriber.
+    public func publish(_ events: [EventRecord]) {
+        guard !events.isEmpty else { return }
+        let targets = subscribers.withLock { Array($0.values) }
+        for continuation in targets {
+            for event in events { continuation.yield(event) }
+        }
+    }
+}
+
+/// Records what the bus carried, for tests and diagnostics.
+public final class EventRecorder: Sendable {
+    private let events = Locked<[EventRecord]>([])
+    private let task: Locked<Task<Void, Never>?> = Locked(nil)
+
+    public init(bus: EventBus) {
+        let stream = bus.subscribe()
+        let events = events
+        task.withLock { $0 = Task { for await event in stream { events.withLock { $0.append(event) } } } }
+    }
+
+    deinit { task.current?.cancel() }
+
+    public var all: [EventRecord] { events.current }
+
+    /// Waits (briefly, in real time: delivery is asynchronous) until `predicate` holds.
+    public func wait(timeout: Duration = .seconds(5), until predicate: ([EventRecord]) -> Bool) async -> [EventRecord] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let snapshot = events.current
+            if predicate(snapshot) { return snapshot }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return events.current
+    }
+}

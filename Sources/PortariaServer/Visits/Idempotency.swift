@@ -1,0 +1,131 @@
+import Foundation
+import PortariaCore
+
+/// The idempotency contract of DESIGN §3 for visit actions.
+///
+/// Two transactions per new key: the first commits an in-flight marker (so a duplicate
+/// arriving meanwhile is told `409 REQUEST_IN_PROGRESS` instead of waiting or acting
+/// twice); the second performs the action *and* stores the answer in the same commit,
+/// before the answer leaves. A crash between the two leaves a marker that expires after
+/// `lease`; a crash after the second leaves a stored answer that the retry replays.
+struct IdempotencyStore: Sendable {
+    let database: any SQLDatabase
+    /// How long an in-flight marker blocks retries when its holder died.
+    var lease: TimeInterval = 10
+    /// Keys are kept at least 24 h; the retention job removes them after this.
+    static let retention: TimeInterval = 48 * 3600
+
+    /// What the work closure answers: stored and replayed as is.
+    struct Answer: Sendable {
+        var status: Int
+        var body: [UInt8]
+        var events: [EventRecord] = []
+    }
+
+    enum Begin: Sendable {
+        case proceed(owner: String)
+        case replay(status: Int, body: String)
+    }
+
+    /// Validates the `Idempotency-Key` header: required, 1–255 characters.
+    static func key(from request: HTTPRequest) throws -> String {
+        guard let key = request.header("idempotency-key"), !key.isEmpty else {
+            throw HTTPError(status: 400, code: .idempotencyKeyRequired,
+                            message: "the Idempotency-Key header is required for this action",
+                            details: ["field": .string("Idempotency-Key")])
+        }
+        guard key.count <= 255, key.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
+            throw HTTPError.invalidRequest("Idempotency-Key must be 1 to 255 printable characters", field: "Idempotency-Key")
+        }
+        return key
+    }
+
+    /// SHA-256 of what makes two requests "the same": method, path and the canonical body.
+    static func requestHash(method: String, path: String, canonicalBody: String) -> String {
+        Crypto.tokenHash("\(method) \(path)\n\(canonicalBody)")
+    }
+
+    /// Runs `work` at most once per (user, key); replays the stored answer otherwise.
+    /// `work` runs inside the write transaction that also stores its answer. Errors it
+    /// throws are not stored (the marker is released, a retry runs again).
+    func run(userID: String, key: String, requestHash: String, now: Date,
+             beforeWork: (@Sendable () async -> Void)? = nil,
+             work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> (HTTPResponse, [EventRecord]) {
+        let lease = lease
+        let begin: Begin = try await database.write { db in
+            try Self.begin(db, userID: userID, key: key, requestHash: requestHash, now: now, lease: lease)
+        }
+        switch begin {
+        case .replay(let status, let body):
+            return (HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")],
+                                 body: Array(body.utf8)), [])
+        case .proceed(let owner):
+            do {
+                if let beforeWork { await beforeWork() }
+                let answer = try await database.write { db -> Answer in
+                    let answer = try work(db)
+                    let stored = try db.execute("""
+                        UPDATE idempotency_keys SET status = ?, body = ?, completed_at = ?
+                        WHERE user_id = ? AND idempotency_key = ? AND owner = ? AND status IS NULL
+                        """, .integer(Int64(answer.status)), .text(String(decoding: answer.body, as: UTF8.self)),
+                             .date(now), .text(userID), .text(key), .text(owner))
+                    // Our marker expired and another request took the key over: roll back.
+                    guard stored == 1 else { throw Self.inProgress() }
+                    return answer
+                }
+                return (HTTPResponse(status: answer.status, headers: [("Content-Type", "application/json")], body: answer.body),
+                        answer.events)
+            } catch {
+                _ = try? await database.write { db in
+                    try db.execute("DELETE FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ? AND owner = ? AND status IS NULL",
+                                   .text(userID), .text(key), .text(owner))
+                }
+                throw error
+            }
+        }
+    }
+
+    static func begin(_ db: any SQLConnection, userID: String, key: String, requestHash: String,
+                      now: Date, lease: TimeInterval) throws -> Begin {
+        let owner = UUID().uuidString.lowercased()
+        let inserted = try db.execute("""
+            INSERT INTO idempotency_keys (user_id, idempotency_key, request_hash, owner, locked_until, created_at)
+            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, idempotency_key) DO NOTHING
+            """, .text(userID), .text(key), .text(requestHash), .text(owner),
+                 .date(now.addingTimeInterval(lease)), .date(now))
+        if inserted == 1 { return .proceed(owner: owner) }
+        guard let row = try db.queryOne("""
+            SELECT request_hash, locked_until, status, body FROM idempotency_keys
+            WHERE user_id = ? AND idempotency_key = ?
+            """ + db.dialect.forUpdate, .text(userID), .text(key)) else {
+            throw StorageError.conflict("idempotency key vanished while being read")
+        }
+        guard row.string("request_hash") == requestHash else {
+            throw HTTPError(status: 422, code: .idempotencyKeyMismatch,
+                            message: "this Idempotency-Key was used with a different request",
+                            details: ["field": .string("Idempotency-Key")])
+        }
+        if let status = row.int("status") {
+            return .replay(status: Int(status), body: row.string("body") ?? "")
+        }
+        if let until = row.date("locked_until"), until > now { throw inProgress() }
+        // The holder died (crash, timeout) without finishing: take the key over.
+        try db.execute("UPDATE idempotency_keys SET owner = ?, locked_until = ? WHERE user_id = ? AND idempotency_key = ?",
+                       .text(owner), .date(now.addingTimeInterval(lease)), .text(userID), .text(key))
+        return .proceed(owner: owner)
+    }
+
+    static func inProgress() -> HTTPError {
+        HTTPError(status: 409, code: .requestInProgress,
+                  message: "a request with this Idempotency-Key is still being processed; retry shortly",
+                  headers: [("Retry-After", "1")])
+    }
+
+    /// SQLite serves one instance only: after a restart every in-flight marker belongs to
+    /// a request that died with the previous process, so they are released at once.
+    /// (On PostgreSQL other instances may be alive; markers expire after the lease.)
+    func releaseOrphansAfterRestart() async throws -> Int {
+        guard database.dialect == .sqlite else { return 0 }
+        return try await database.write { db in try db.execute("DELETE FROM idempotency_keys WHERE status IS NULL", []) }
+    }
+}

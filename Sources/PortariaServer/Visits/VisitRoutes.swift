@@ -1,0 +1,156 @@
+import Foundation
+import PortariaCore
+
+/// The visits capability assembled: service, scheduler, retention and routes.
+public final class VisitsModule: Sendable {
+    public let service: VisitService
+    public let scheduler: RingScheduler
+    public let retention: RetentionJob
+    public let bus: EventBus
+    let settings: UnitSettingsService
+    let authenticator: Authenticator
+    let rateLimiter: RateLimiter
+    let configuration: VisitsConfiguration
+
+    public init(database: any SQLDatabase, authenticator: Authenticator, configuration: VisitsConfiguration,
+                clock: any TimeSource = SystemTimeSource(), bus: EventBus = EventBus(), log: Log = .shared,
+                beforeIdempotentWork: (@Sendable () async -> Void)? = nil) {
+        let scheduler = RingScheduler(database: database, clock: clock, bus: bus, log: log)
+        var service = VisitService(database: database, clock: clock, bus: bus, configuration: configuration, log: log)
+        service.wakeScheduler = { Task { await scheduler.wake() } }
+        service.beforeIdempotentWork = beforeIdempotentWork
+        self.service = service
+        self.scheduler = scheduler
+        self.retention = RetentionJob(database: database, clock: clock, dataDirectory: configuration.dataDirectory,
+                                      days: configuration.retentionDays, log: log)
+        self.bus = bus
+        self.settings = UnitSettingsService(database: database)
+        self.authenticator = authenticator
+        self.rateLimiter = RateLimiter(database: database)
+        self.configuration = configuration
+    }
+
+    /// Starts the background work: the ring scheduler and the retention sweep.
+    public func start() async throws {
+        let released = try await service.idempotency.releaseOrphansAfterRestart()
+        if released > 0 { service.log.info("released in-flight idempotency keys of the previous process", ["count": .number(Double(released))]) }
+        await scheduler.start()
+        await retention.start()
+    }
+
+    public func stop() async {
+        await scheduler.stop()
+        await retention.stop()
+    }
+
+    /// Request bodies the upload routes accept (the server default stays smaller).
+    public static func bodyLimit(method: String, path: String) -> Int? {
+        guard method == "POST" else { return nil }
+        if path == "/v1/visitor/visit/photo" { return MediaSniffer.maxPhotoBytes }
+        if path == "/v1/visitor/visit/voice_message" { return MediaSniffer.maxVoiceBytes }
+        return nil
+    }
+
+    func register(on router: Router) {
+        let service = service
+        let settings = settings
+        let authenticator = authenticator
+        let limiter = rateLimiter
+        let gateLimit = configuration.gateLimit
+        let clock = service.clock
+
+        /// Fixed one-minute windows per (gate, source IP) in the database, shared by instances.
+        @Sendable func limit(_ bucket: String, _ max: Int) async throws {
+            let window = try await limiter.hit(bucket, window: 60, now: clock.now())
+            if window.count > max {
+                throw HTTPError(status: 429, code: .rateLimited, message: "too many requests from this address; try again later",
+                                headers: [("Retry-After", String(Swift.max(1, window.retryAfter)))])
+            }
+        }
+        @Sendable func gateBucket(_ kind: String, _ token: String, _ request: HTTPRequest) -> String {
+            "gate-\(kind):\(Crypto.tokenHash(token).prefix(16)):\(request.clientAddress)"
+        }
+
+        // MARK: Gate (public)
+        router.get("/v1/gates/{gate_token}") { request in
+            let token = try request.parameter("gate_token")
+            try await limit(gateBucket("view", token, request), Swift.max(60, gateLimit * 6))
+            return .json(try await service.gateInfo(token: token))
+        }
+        router.post("/v1/gates/{gate_token}/visits") { request in
+            let token = try request.parameter("gate_token")
+            let body = try VisitService.validate(try request.decode(CreateVisitRequest.self))
+            try await limit(gateBucket("visit", token, request), gateLimit)
+            return .json(try await service.createVisit(gateToken: token, request: body), status: 201)
+        }
+
+        // MARK: Visitor (visitor token)
+        router.get("/v1/visitor/visit") { request in .json(try await service.visitorVisit(request)) }
+        router.post("/v1/visitor/visit/cancel") { request in .json(try await service.visitorCancel(request)) }
+        router.post("/v1/visitor/visit/photo") { request in .json(try await service.visitorUpload(request, kind: .photo)) }
+        router.post("/v1/visitor/visit/voice_message") { request in .json(try await service.visitorUpload(request, kind: .voiceMessage)) }
+
+        // MARK: Residents and operators
+        router.get("/v1/visits") { request in
+            let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
+            var filter: VisitService.ListFilter?
+            if let status = request.query["status"] {
+                guard let parsed = VisitService.ListFilter(rawValue: status) else {
+                    throw HTTPError.invalidRequest("status must be pending or history", field: "status")
+                }
+                filter = parsed
+            }
+            var limit = 20
+            if let text = request.query["limit"] {
+                guard let value = Int(text), (1...100).contains(value) else {
+                    throw HTTPError.invalidRequest("limit must be an integer from 1 to 100", field: "limit")
+                }
+                limit = value
+            }
+            let cursor = request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 }
+            return .json(try await service.list(caller: caller, filter: filter, cursor: cursor, limit: limit))
+        }
+        router.get("/v1/visits/{id}") { request in
+            let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
+            return .json(try await service.visit(id: try request.parameter("id"), caller: caller))
+        }
+        for kind in [MediaKind.photo, .voiceMessage] {
+            router.get("/v1/visits/{id}/\(kind.rawValue)") { request in
+                let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
+                let file = try await service.mediaFile(visitID: try request.parameter("id"), kind: kind, caller: caller)
+                return HTTPResponse(status: 200, headers: [("Content-Type", file.contentType), ("Cache-Control", "private, no-store"),
+                                                           ("X-Content-Type-Options", "nosniff")], body: file.bytes)
+            }
+        }
+        router.post("/v1/visits/{id}/resolve") { request in
+            let caller = try await authenticator.caller(request, requiring: Permission.visitsResolve)
+            _ = try IdempotencyStore.key(from: request)
+            let body = try request.decode(ResolveVisitRequest.self)
+            try require(body.via != .auto, field: "via", "via auto is reserved for the server")
+            return try await service.perform(.resolve, visitID: try request.parameter("id"), caller: caller, request: request,
+                                             resolve: body, call: nil)
+        }
+        for action in [VisitService.CallAction.answer, .decline] {
+            router.post("/v1/visits/{id}/\(action.rawValue)") { request in
+                let caller = try await authenticator.caller(request, requiring: Permission.visitsResolve)
+                _ = try IdempotencyStore.key(from: request)
+                let body = request.body.isEmpty ? CallActionRequest() : try request.decode(CallActionRequest.self)
+                if let device = body.deviceID {
+                    try require(!device.isEmpty && device.utf8.count <= 128, field: "device_id", "device_id must be 1 to 128 characters")
+                }
+                return try await service.perform(action, visitID: try request.parameter("id"), caller: caller, request: request,
+                                                 resolve: nil, call: body)
+            }
+        }
+
+        // MARK: Unit settings
+        router.get("/v1/units/{id}/settings") { request in
+            let caller = try await authenticator.caller(request)
+            return .json(try await settings.settings(unitID: try request.parameter("id"), caller: caller))
+        }
+        router.put("/v1/units/{id}/settings") { request in
+            let caller = try await authenticator.caller(request)
+            return .json(try await settings.update(unitID: try request.parameter("id"), caller: caller, request: request))
+        }
+    }
+}

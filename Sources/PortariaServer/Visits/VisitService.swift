@@ -1,0 +1,464 @@
+import Foundation
+import PortariaCore
+
+/// Configuration of the visits capability.
+public struct VisitsConfiguration: Sendable {
+    /// Visits a source IP may create per minute at one gate (`--gate-limit`).
+    public var gateLimit = 10
+    /// Photos and voice messages live here (`--data-dir`).
+    public var dataDirectory = "./portaria-data"
+    /// Photos, voice messages and visitor locations older than this are deleted.
+    public var retentionDays = 90
+    /// Unresolved visits expire after this.
+    public var visitLifetime: TimeInterval = 24 * 3600
+    public init() {}
+}
+
+/// Visits: the gate, the visitor's own visit, residents' actions and lists. Each change
+/// is one write transaction that locks the visit row, feeds the state machine
+/// (`VisitMachine`) and writes the row, the timeline, the ring job and the event log
+/// together; committed events then go to the in-process `EventBus`.
+///
+/// The visit row lock — not an in-memory actor — owns each visit's state machine, since
+/// several instances may serve the same visit from one PostgreSQL.
+public struct VisitService: Sendable {
+    let database: any SQLDatabase
+    let clock: any TimeSource
+    let bus: EventBus
+    let configuration: VisitsConfiguration
+    let media: MediaStore
+    let idempotency: IdempotencyStore
+    let log: Log
+    /// Called after a change that makes a ring step due now (a decline).
+    var wakeScheduler: @Sendable () -> Void = {}
+    /// Test hook: runs after the in-flight marker is committed, before the action.
+    var beforeIdempotentWork: (@Sendable () async -> Void)?
+
+    public init(database: any SQLDatabase, clock: any TimeSource, bus: EventBus, configuration: VisitsConfiguration,
+                log: Log = .shared) {
+        self.database = database
+        self.clock = clock
+        self.bus = bus
+        self.configuration = configuration
+        self.media = MediaStore(root: configuration.dataDirectory)
+        self.idempotency = IdempotencyStore(database: database)
+        self.log = log
+    }
+
+    // MARK: Gate (public)
+
+    struct Gate: Sendable {
+        var id: String
+        var companyID: String
+        var companyName: String
+        var gate: GeoPoint?
+        var radius: Double
+    }
+
+    func gate(token: String) async throws -> Gate {
+        guard token.utf8.count <= 200 else { throw HTTPError.notFound("gate not found") }
+        let row = try await database.read { db in
+            try db.queryOne("""
+                SELECT g.id, g.company_id, c.name, c.gate_lat, c.gate_lon, c.gate_radius_m
+                FROM gates g JOIN companies c ON c.id = g.company_id WHERE g.token = ?
+                """, .text(token))
+        }
+        guard let row else { throw HTTPError.notFound("gate not found") }
+        var point: GeoPoint?
+        if let lat = row.double("gate_lat"), let lon = row.double("gate_lon") { point = GeoPoint(lat: lat, lon: lon) }
+        return Gate(id: row.string("id") ?? "", companyID: row.string("company_id") ?? "", companyName: row.string("name") ?? "",
+                    gate: point, radius: row.double("gate_radius_m") ?? 50)
+    }
+
+    /// `GET /v1/gates/{gate_token}`: the company's name and units, never residents.
+    public func gateInfo(token: String) async throws -> GateInfo {
+        let gate = try await gate(token: token)
+        let units = try await database.read { db in
+            try db.query("SELECT id, label FROM units WHERE company_id = ? ORDER BY label", .text(gate.companyID))
+                .map { UnitSummary(id: $0.string("id") ?? "", label: $0.string("label") ?? "") }
+        }
+        return GateInfo(company: .init(name: gate.companyName), units: units)
+    }
+
+    static func validate(_ request: CreateVisitRequest) throws -> CreateVisitRequest {
+        var request = request
+        request.visitorName = request.visitorName.trimmingCharacters(in: .whitespacesAndNewlines)
+        try require(!request.visitorName.isEmpty, field: "visitor_name", "visitor_name must not be empty")
+        try require(request.visitorName.count <= 80, field: "visitor_name", "visitor_name must be at most 80 characters")
+        try require(!request.visitorName.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) },
+                    field: "visitor_name", "visitor_name must not contain control characters")
+        try require(!request.unitID.isEmpty && request.unitID.utf8.count <= 64, field: "unit_id", "unit_id is not a unit of this gate")
+        if let carrier = request.carrier {
+            let trimmed = carrier.trimmingCharacters(in: .whitespacesAndNewlines)
+            try require(request.kind == .delivery, field: "carrier", "carrier is only for deliveries")
+            try require(!trimmed.isEmpty && trimmed.count <= 60, field: "carrier", "carrier must be 1 to 60 characters")
+            try require(!trimmed.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) },
+                        field: "carrier", "carrier must not contain control characters")
+            request.carrier = trimmed
+        }
+        if let location = request.location {
+            try require(location.lat.isFinite && (-90...90).contains(location.lat), field: "location.lat", "location.lat must be between -90 and 90")
+            try require(location.lon.isFinite && (-180...180).contains(location.lon), field: "location.lon", "location.lon must be between -180 and 180")
+            try require(location.accuracyM.isFinite && (0...100_000).contains(location.accuracyM),
+                        field: "location.accuracy_m", "location.accuracy_m must be between 0 and 100000")
+        }
+        return request
+    }
+
+    /// `POST /v1/gates/{gate_token}/visits`: creates the visit, plans its ring and rings
+    /// the first step in one transaction.
+    public func createVisit(gateToken: String, request: CreateVisitRequest) async throws -> CreateVisitResponse {
+        let request = try Self.validate(request)
+        let gate = try await gate(token: gateToken)
+        let now = clock.now()
+        let token = Crypto.opaqueToken()
+        let geofence = Geofence.evaluate(location: request.location, gate: gate.gate, radius: gate.radius)
+        let id = UUID().uuidString.lowercased()
+        let lifetime = configuration.visitLifetime
+        let (visit, events) = try await database.write { db -> (Visit, [EventRecord]) in
+            guard let unit = try db.queryOne("""
+                SELECT id, delivery_rule, ring_mode, ring_step_seconds, ring_window_seconds FROM units WHERE id = ? AND company_id = ?
+                """, .text(request.unitID), .text(gate.companyID)) else {
+                throw HTTPError.invalidRequest("unit_id is not a unit of this gate", field: "unit_id")
+            }
+            let rule = unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
+            let mode = unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
+            let window = Int(unit.int("ring_window_seconds") ?? 60)
+            try db.execute("""
+                INSERT INTO visits (id, company_id, unit_id, gate_id, kind, visitor_name, carrier, status,
+                    location_lat, location_lon, location_accuracy_m, geofence_status, geofence_distance_m,
+                    delivery_rule, ring_mode, ring_deadline, visitor_token_hash, expires_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 'ringing', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, .text(id), .text(gate.companyID), .text(request.unitID), .text(gate.id), .text(request.kind.rawValue),
+                     .text(request.visitorName), .optional(request.carrier),
+                     request.location.map { .real($0.lat) } ?? .null, request.location.map { .real($0.lon) } ?? .null,
+                     request.location.map { .real($0.accuracyM) } ?? .null,
+                     .text(geofence.status.rawValue), geofence.distanceM.map { .integer(Int64($0)) } ?? .null,
+                     .text(rule.rawValue), .text(mode.rawValue), .date(now.addingTimeInterval(TimeInterval(window))),
+                     .text(Crypto.tokenHash(token)), .date(now.addingTimeInterval(lifetime)), .date(now), .date(now))
+            guard let row = try VisitStore.load(db, id: id) else { throw StorageError.failed("visit vanished") }
+            var data: [String: JSONValue] = ["visitor_name": .string(row.visitorName),
+                                             "geofence": .object(["status": .string(geofence.status.rawValue),
+                                                                  "distance_m": geofence.distanceM.map { .number(Double($0)) } ?? .null])]
+            if let carrier = row.carrier { data["carrier"] = .string(carrier) }
+            var events = try EventLog.append(db, companyID: row.companyID, visitID: id, unitID: row.unitID,
+                                             events: [VisitEngine.decorate(PendingEvent(type: "visit.created", data: data), row: row, status: .ringing)],
+                                             at: now)
+            if request.kind == .delivery && rule == .leaveAtConcierge {
+                // Nobody is asked: resolved at once, residents informed by the event.
+                let resolution = VisitResolution(action: .leaveAtConcierge, by: .automatic, at: now, via: .auto)
+                events += try VisitEngine.apply(db, row: row, event: .resolve(resolution),
+                                                source: EventSource(channel: "auto"), at: now).events
+            } else {
+                let targets = try VisitStore.ringTargets(db, unitID: row.unitID)
+                events += try RingEngine.start(db, row: row, targets: targets,
+                                               stepSeconds: Int(unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
+            }
+            guard let after = try VisitStore.load(db, id: id) else { throw StorageError.failed("visit vanished") }
+            return (try VisitStore.dto(db, after), events)
+        }
+        bus.publish(events)
+        return CreateVisitResponse(visit: PublicVisit(visit), visitorToken: token)
+    }
+
+    // MARK: Visitor (visitor token)
+
+    /// The visit a visitor token opens; 401 for anything else.
+    func visitorVisitID(_ request: HTTPRequest) async throws -> String {
+        guard let header = request.header("authorization") else {
+            throw HTTPError.unauthorized("send Authorization: Bearer <visitor_token>")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", parts[1].utf8.count <= 200 else {
+            throw HTTPError.unauthorized("Authorization must be 'Bearer <visitor_token>'")
+        }
+        let hash = Crypto.tokenHash(String(parts[1]))
+        let now = clock.now()
+        let row = try await database.read { db in
+            try db.queryOne("SELECT id, created_at FROM visits WHERE visitor_token_hash = ?", .text(hash))
+        }
+        // The token serves the gate page for the visit's own lifetime (24 h), no longer.
+        guard let row, let id = row.string("id"),
+              let created = row.date("created_at"), now < created.addingTimeInterval(configuration.visitLifetime) else {
+            throw HTTPError.unauthorized("invalid or expired visitor token")
+        }
+        return id
+    }
+
+    public func visitorVisit(_ request: HTTPRequest) async throws -> PublicVisit {
+        let id = try await visitorVisitID(request)
+        return PublicVisit(try await visit(id: id))
+    }
+
+    public func visitorCancel(_ request: HTTPRequest) async throws -> PublicVisit {
+        let id = try await visitorVisitID(request)
+        let now = clock.now()
+        let (visit, events) = try await database.write { db -> (Visit, [EventRecord]) in
+            guard let row = try VisitStore.lock(db, id: id) else { throw HTTPError.notFound("visit not found") }
+            if row.status == .cancelled { return (try VisitStore.dto(db, row), []) }   // cancelling twice is fine
+            do {
+                let outcome = try VisitEngine.apply(db, row: row, event: .cancel(at: now), source: EventSource(channel: "visitor"), at: now)
+                return (try VisitStore.dto(db, outcome.row), outcome.events)
+            } catch is VisitTransitionError {
+                throw HTTPError(status: 409, code: ErrorCode("VISIT_CLOSED"), message: "the visit is already \(row.status.rawValue)",
+                                details: ["status": .string(row.status.rawValue)])
+            }
+        }
+        bus.publish(events)
+        return PublicVisit(visit)
+    }
+
+    /// Stores a photo or voice message the visitor uploaded, after sniffing and (photos)
+    /// stripping metadata.
+    public func visitorUpload(_ request: HTTPRequest, kind: MediaKind) async throws -> PublicVisit {
+        let id = try await visitorVisitID(request)
+        let field = kind.rawValue
+        try require(!request.body.isEmpty, field: field, "the request body must be the \(kind == .photo ? "image" : "audio") bytes")
+        let stored: (contentType: String, ext: String, bytes: [UInt8], durationMs: Int?)
+        do {
+            switch kind {
+            case .photo:
+                let photo = try MediaSniffer.photo(request.body)
+                stored = (photo.contentType, photo.fileExtension, photo.bytes, nil)
+            case .voiceMessage:
+                let voice = try MediaSniffer.voice(request.body)
+                stored = (voice.contentType, voice.fileExtension, request.body, voice.durationMs)
+            }
+        } catch {
+            switch error {
+            case .tooLarge:
+                throw HTTPError(status: 413, code: .payloadTooLarge, message: "\(field) exceeds \(kind.maxBytes) bytes",
+                                details: ["field": .string(field)])
+            case .tooLong(let ms):
+                throw HTTPError.invalidRequest("voice_message lasts \(ms / 1000) s; the limit is 60 s", field: field)
+            case .unrecognized:
+                throw HTTPError(status: 415, code: .unsupportedMediaType,
+                                message: kind == .photo ? "photo must be a JPEG or PNG image" : "voice_message must be WebM/Opus, Ogg/Opus or M4A/AAC",
+                                details: ["field": .string(field)])
+            case .malformed(let why):
+                throw HTTPError.invalidRequest("\(field) is malformed: \(why)", field: field)
+            }
+        }
+        let now = clock.now()
+        let mediaID = UUID().uuidString.lowercased()
+        let visitForPath = try await visit(id: id)
+        guard !(visitForPath.status == .cancelled || visitForPath.status == .expired) else {
+            throw HTTPError(status: 409, code: ErrorCode("VISIT_CLOSED"), message: "the visit is already \(visitForPath.status.rawValue)",
+                            details: ["status": .string(visitForPath.status.rawValue)])
+        }
+        let path = try media.write(stored.bytes, companyID: visitForPath.companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
+        do {
+            let (visit, replaced, events) = try await database.write { db -> (Visit, String?, [EventRecord]) in
+                guard let row = try VisitStore.lock(db, id: id) else { throw HTTPError.notFound("visit not found") }
+                let old = try db.queryOne("SELECT path FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))?.string("path")
+                try db.execute("DELETE FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))
+                try db.execute("""
+                    INSERT INTO visit_media (id, visit_id, kind, content_type, byte_size, duration_ms, path, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, .text(mediaID), .text(id), .text(kind.rawValue), .text(stored.contentType),
+                         .integer(Int64(stored.bytes.count)), stored.durationMs.map { .integer(Int64($0)) } ?? .null,
+                         .text(path), .date(now))
+                var data: [String: JSONValue] = ["content_type": .string(stored.contentType), "byte_size": .number(Double(stored.bytes.count))]
+                if let duration = stored.durationMs { data["duration_ms"] = .number(Double(duration)) }
+                let events = try EventLog.append(db, companyID: row.companyID, visitID: id, unitID: row.unitID,
+                                                 events: [VisitEngine.decorate(PendingEvent(type: "visit.\(kind.rawValue)_added", data: data),
+                                                                               row: row, status: row.status)], at: now)
+                return (try VisitStore.dto(db, row), old, events)
+            }
+            if let replaced { media.remove(replaced) }
+            bus.publish(events)
+            return PublicVisit(visit)
+        } catch {
+            media.remove(path)
+            throw error
+        }
+    }
+
+    // MARK: Residents and operators
+
+    func visit(id: String) async throws -> Visit {
+        try await database.read { db in
+            guard let row = try VisitStore.load(db, id: id) else { throw HTTPError.notFound("visit not found") }
+            return try VisitStore.dto(db, row)
+        }
+    }
+
+    /// Operators (and admins, who hold `operator`) see the whole company; residents
+    /// their own units. Anything else is 404, as if it did not exist.
+    static func canSee(_ caller: Caller, companyID: String, unitID: String) -> Bool {
+        caller.companyID == companyID && (caller.has(Permission.operatorConsole) || caller.unitIDs.contains(unitID))
+    }
+
+    static func isUUIDish(_ id: String) -> Bool { !id.isEmpty && id.utf8.count <= 64 }
+
+    public func visit(id: String, caller: Caller) async throws -> Visit {
+        guard Self.isUUIDish(id) else { throw HTTPError.notFound("visit not found") }
+        let visit = try await database.read { db -> Visit? in
+            guard let row = try VisitStore.load(db, id: id), Self.canSee(caller, companyID: row.companyID, unitID: row.unitID) else { return nil }
+            return try VisitStore.dto(db, row)
+        }
+        guard let visit else { throw HTTPError.notFound("visit not found") }
+        return visit
+    }
+
+    /// The bytes of a visit's photo or voice message, for those who may see the visit.
+    public func mediaFile(visitID: String, kind: MediaKind, caller: Caller) async throws -> (contentType: String, bytes: [UInt8]) {
+        guard Self.isUUIDish(visitID) else { throw HTTPError.notFound("visit not found") }
+        let row = try await database.read { db -> SQLRow? in
+            try db.queryOne("""
+                SELECT m.content_type, m.path, v.company_id, v.unit_id FROM visit_media m JOIN visits v ON v.id = m.visit_id
+                WHERE m.visit_id = ? AND m.kind = ?
+                """, .text(visitID), .text(kind.rawValue))
+        }
+        guard let row, Self.canSee(caller, companyID: row.string("company_id") ?? "", unitID: row.string("unit_id") ?? ""),
+              let path = row.string("path"), let bytes = media.read(path) else {
+            throw HTTPError.notFound("\(kind.rawValue) not found")
+        }
+        return (row.string("content_type") ?? "application/octet-stream", bytes)
+    }
+
+    public enum ListFilter: String, Sendable {
+        case pending, history
+    }
+
+    /// `GET /v1/visits`: newest first, keyset-paginated on (created_at, id).
+    public func list(caller: Caller, filter: ListFilter?, cursor: String?, limit: Int) async throws -> VisitPage {
+        var after: (Int64, String)?
+        if let cursor {
+            guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8),
+                  let colon = text.firstIndex(of: ":"), let ms = Int64(text[..<colon]),
+                  case let id = String(text[text.index(after: colon)...]), Self.isUUIDish(id) else {
+                throw HTTPError.invalidRequest("cursor is not a cursor this server issued", field: "cursor")
+            }
+            after = (ms, id)
+        }
+        let operatorView = caller.has(Permission.operatorConsole)
+        let units = caller.unitIDs.sorted()
+        if !operatorView && units.isEmpty { return VisitPage(visits: [], nextCursor: nil) }
+        let companyID = caller.companyID
+        let position = after
+        let (visits, more) = try await database.read { db -> ([Visit], Bool) in
+            var sql = VisitStore.select + " WHERE v.company_id = ?"
+            var parameters: [SQLValue] = [.text(companyID)]
+            if !operatorView {
+                sql += " AND v.unit_id IN (" + units.map { _ in "?" }.joined(separator: ", ") + ")"
+                parameters += units.map(SQLValue.text)
+            }
+            switch filter {
+            case .pending: sql += " AND v.status = 'unanswered'"
+            case .history: sql += " AND v.status <> 'unanswered'"
+            case nil: break
+            }
+            if let (ms, id) = position {
+                sql += " AND (v.created_at < ? OR (v.created_at = ? AND v.id < ?))"
+                parameters += [.integer(ms), .integer(ms), .text(id)]
+            }
+            sql += " ORDER BY v.created_at DESC, v.id DESC LIMIT ?"
+            parameters.append(.integer(Int64(limit + 1)))
+            let rows = try db.query(sql, parameters).map(VisitStore.row)
+            return (try rows.prefix(limit).map { try VisitStore.dto(db, $0) }, rows.count > limit)
+        }
+        var next: String?
+        if more, let last = visits.last {
+            next = Base64URL.encode(Array("\(RingEngine.ms(last.createdAt)):\(last.id)".utf8))
+        }
+        return VisitPage(visits: visits, nextCursor: next)
+    }
+
+    // MARK: Answer / decline / resolve
+
+    enum CallAction: String, Sendable { case answer, decline, resolve }
+
+    /// Performs one of the three actions under the idempotency contract.
+    func perform(_ action: CallAction, visitID: String, caller: Caller, request: HTTPRequest,
+                 resolve: ResolveVisitRequest?, call: CallActionRequest?) async throws -> HTTPResponse {
+        let key = try IdempotencyStore.key(from: request)
+        guard Self.isUUIDish(visitID) else { throw HTTPError.notFound("visit not found") }
+        // Visibility first: another company's or another unit's visit is a 404 and
+        // never touches the key store.
+        let visible = try await database.read { db -> Bool in
+            guard let row = try db.queryOne("SELECT company_id, unit_id FROM visits WHERE id = ?", .text(visitID)) else { return false }
+            return Self.canSee(caller, companyID: row.string("company_id") ?? "", unitID: row.string("unit_id") ?? "")
+        }
+        guard visible else { throw HTTPError.notFound("visit not found") }
+
+        let canonical: String
+        switch action {
+        case .resolve:
+            let body = resolve ?? ResolveVisitRequest(action: .authorize)
+            canonical = JSONValue.object(["action": .string(body.action.rawValue),
+                                          "via": .string((body.via ?? .app).rawValue)]).jsonText
+        case .answer, .decline:
+            canonical = JSONValue.object(["device_id": call?.deviceID.map(JSONValue.string) ?? .null]).jsonText
+        }
+        let hash = IdempotencyStore.requestHash(method: "POST", path: "/v1/visits/\(visitID)/\(action.rawValue)", canonicalBody: canonical)
+        let now = clock.now()
+        let me = PersonRef(id: caller.user.id, name: caller.user.name)
+        let hook = beforeIdempotentWork
+        let (response, events) = try await idempotency.run(userID: caller.user.id, key: key, requestHash: hash, now: now,
+                                                          beforeWork: hook) { db in
+            guard let row = try VisitStore.lock(db, id: visitID) else { throw HTTPError.notFound("visit not found") }
+            let event: VisitEvent
+            var via = ResolutionChannel.app
+            switch action {
+            case .answer: event = .answer(by: me, at: now)
+            case .decline: event = .decline(by: me, at: now)
+            case .resolve:
+                let body = resolve ?? ResolveVisitRequest(action: .authorize)
+                via = body.via ?? .app
+                event = .resolve(VisitResolution(action: body.action, by: me, at: now, via: via))
+            }
+            // Answering twice from the same person (two devices) is not a conflict.
+            if action == .answer, case .answered(let by, _) = row.machine.state, by.id == me.id {
+                return .init(status: 200, body: Self.encode(try VisitStore.dto(db, row)))
+            }
+            do {
+                let outcome = try VisitEngine.apply(db, row: row, event: event,
+                                                    source: EventSource(user: me, deviceID: call?.deviceID, channel: via.rawValue), at: now)
+                return .init(status: 200, body: Self.encode(try VisitStore.dto(db, outcome.row)), events: outcome.events)
+            } catch let error as VisitTransitionError {
+                // A decided outcome, stored and replayed like a success.
+                let http = Self.conflict(error, row: row)
+                return .init(status: http.status, body: http.response.body)
+            }
+        }
+        bus.publish(events)
+        if action == .decline && !events.isEmpty { wakeScheduler() }
+        return response
+    }
+
+    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
+        (try? Array(JSONCoding.encoder().encode(value))) ?? Array("{}".utf8)
+    }
+
+    /// The 409 the loser of a race sees: who decided and when, in pt-BR.
+    static func conflict(_ error: VisitTransitionError, row: VisitRow) -> HTTPError {
+        let zone = row.zone
+        switch error {
+        case .alreadyResolved(let resolution):
+            return HTTPError(status: 409, code: .visitAlreadyResolved,
+                             message: ResolutionText.alreadyResolved(resolution, timeZone: zone),
+                             details: ["resolved_by": VisitEngine.person(resolution.by),
+                                       "resolved_at": .string(Timestamp.format(resolution.at)),
+                                       "action": .string(resolution.action.rawValue),
+                                       "via": .string(resolution.via.rawValue)])
+        case .alreadyAnswered(let by):
+            return HTTPError(status: 409, code: ErrorCode("VISIT_ALREADY_ANSWERED"),
+                             message: ResolutionText.alreadyAnswered(by: by, at: row.answeredAt ?? row.updatedAt, timeZone: zone),
+                             details: ["answered_by": VisitEngine.person(by),
+                                       "answered_at": .string(Timestamp.format(row.answeredAt ?? row.updatedAt))])
+        case .illegal(let from, let event):
+            return HTTPError(status: 409, code: ErrorCode(from.isTerminal ? "VISIT_CLOSED" : "VISIT_NOT_RINGING"),
+                             message: "cannot \(event) a visit that is \(from.rawValue)",
+                             details: ["status": .string(from.rawValue)])
+        }
+    }
+}
+
+/// The two kinds of recorded media.
+public enum MediaKind: String, Sendable {
+    case photo
+    case voiceMessage = "voice_message"
+
+    var maxBytes: Int { self == .photo ? MediaSniffer.maxPhotoBytes : MediaSniffer.maxVoiceBytes }
+}

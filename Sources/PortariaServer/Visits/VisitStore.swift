@@ -1,0 +1,168 @@
+import Foundation
+import PortariaCore
+
+/// A visit row as the server reasons about it (with its resolution and unit label).
+struct VisitRow: Sendable {
+    var id: String
+    var companyID: String
+    var timeZone: String
+    var unitID: String
+    var unitLabel: String
+    var kind: VisitKind
+    var visitorName: String
+    var carrier: String?
+    var status: VisitStatus
+    var geofence: GeofenceResult
+    var deliveryRule: DeliveryRule
+    var ringMode: RingMode
+    var answeredBy: PersonRef?
+    var answeredAt: Date?
+    var ringDeadline: Date?
+    var expiresAt: Date
+    var createdAt: Date
+    var updatedAt: Date
+    var resolution: VisitResolution?
+
+    /// The state machine positioned at this row's state.
+    var machine: VisitMachine {
+        let state: VisitState
+        switch status {
+        case .ringing: state = .ringing
+        case .answered: state = .answered(by: answeredBy ?? PersonRef(id: "", name: ""), at: answeredAt ?? updatedAt)
+        case .unanswered: state = .unanswered(at: updatedAt)
+        case .resolved:
+            state = .resolved(resolution ?? VisitResolution(action: .authorize, by: .automatic, at: updatedAt, via: .auto))
+        case .cancelled: state = .cancelled(at: updatedAt)
+        case .expired: state = .expired(at: updatedAt)
+        }
+        return VisitMachine(state: state,
+                            leaveAtConciergeWhenUnanswered: kind == .delivery && deliveryRule == .askThenConcierge)
+    }
+
+    var zone: TimeZone { TimeZone(identifier: timeZone) ?? TimeZone(identifier: "America/Sao_Paulo") ?? .gmt }
+}
+
+/// SQL of visits, shared by the service, the scheduler and the lists. Every function
+/// runs inside the caller's read or write closure.
+enum VisitStore {
+    static let select = """
+        SELECT v.id, v.company_id, c.timezone, v.unit_id, u.label AS unit_label, v.kind, v.visitor_name, v.carrier,
+               v.status, v.geofence_status, v.geofence_distance_m, v.delivery_rule, v.ring_mode, v.answered_by,
+               v.answered_by_name, v.answered_at, v.ring_deadline, v.expires_at, v.created_at, v.updated_at,
+               r.action AS r_action, r.user_id AS r_user_id, r.user_name AS r_user_name, r.via AS r_via,
+               r.created_at AS r_at
+        FROM visits v
+        JOIN units u ON u.id = v.unit_id
+        JOIN companies c ON c.id = v.company_id
+        LEFT JOIN visit_resolutions r ON r.visit_id = v.id
+        """
+
+    static func row(_ row: SQLRow) -> VisitRow {
+        var resolution: VisitResolution?
+        if let action = row.string("r_action").flatMap(ResolutionAction.init(rawValue:)) {
+            let by = row.string("r_user_id").map { PersonRef(id: $0, name: row.string("r_user_name") ?? "") } ?? .automatic
+            resolution = VisitResolution(action: action, by: by, at: row.date("r_at") ?? Date(),
+                                         via: row.string("r_via").flatMap(ResolutionChannel.init(rawValue:)) ?? .app)
+        }
+        let distance = row.int("geofence_distance_m").map(Int.init)
+        return VisitRow(
+            id: row.string("id") ?? "", companyID: row.string("company_id") ?? "",
+            timeZone: row.string("timezone") ?? "America/Sao_Paulo",
+            unitID: row.string("unit_id") ?? "", unitLabel: row.string("unit_label") ?? "",
+            kind: row.string("kind").flatMap(VisitKind.init(rawValue:)) ?? .visit,
+            visitorName: row.string("visitor_name") ?? "", carrier: row.string("carrier"),
+            status: row.string("status").flatMap(VisitStatus.init(rawValue:)) ?? .ringing,
+            geofence: GeofenceResult(status: row.string("geofence_status").flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown,
+                                     distanceM: distance),
+            deliveryRule: row.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask,
+            ringMode: row.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential,
+            answeredBy: row.string("answered_by").map { PersonRef(id: $0, name: row.string("answered_by_name") ?? "") },
+            answeredAt: row.date("answered_at"), ringDeadline: row.date("ring_deadline"),
+            expiresAt: row.date("expires_at") ?? Date(), createdAt: row.date("created_at") ?? Date(),
+            updatedAt: row.date("updated_at") ?? Date(), resolution: resolution)
+    }
+
+    static func load(_ db: any SQLConnection, id: String) throws -> VisitRow? {
+        try db.queryOne(select + " WHERE v.id = ?", .text(id)).map(row)
+    }
+
+    /// Locks the visit row for the rest of the transaction (PostgreSQL; SQLite's write
+    /// transaction is already exclusive) and loads it.
+    static func lock(_ db: any SQLConnection, id: String) throws -> VisitRow? {
+        guard try db.queryOne("SELECT id FROM visits WHERE id = ?" + db.dialect.forUpdate, .text(id)) != nil else { return nil }
+        return try load(db, id: id)
+    }
+
+    static func attempts(_ db: any SQLConnection, visitID: String) throws -> [VisitAttempt] {
+        try db.query("""
+            SELECT id, kind, user_id, user_name, device_id, channel, step, detail, created_at
+            FROM visit_attempts WHERE visit_id = ? ORDER BY id
+            """, .text(visitID)).map { row in
+            VisitAttempt(id: row.string("id") ?? "", kind: row.string("kind").flatMap(AttemptKind.init(rawValue:)) ?? .ring,
+                         user: row.string("user_id").map { PersonRef(id: $0, name: row.string("user_name") ?? "") },
+                         deviceID: row.string("device_id"), channel: row.string("channel"),
+                         step: row.int("step").map(Int.init), detail: row.string("detail"), at: row.date("created_at") ?? Date())
+        }
+    }
+
+    static func media(_ db: any SQLConnection, visitID: String) throws -> [String: VisitMediaInfo] {
+        var result: [String: VisitMediaInfo] = [:]
+        for row in try db.query("""
+            SELECT kind, content_type, byte_size, duration_ms, created_at FROM visit_media WHERE visit_id = ?
+            """, .text(visitID)) {
+            let kind = row.string("kind") ?? ""
+            result[kind] = VisitMediaInfo(url: "/v1/visits/\(visitID)/\(kind)", contentType: row.string("content_type") ?? "",
+                                          byteSize: Int(row.int("byte_size") ?? 0), durationMs: row.int("duration_ms").map(Int.init),
+                                          createdAt: row.date("created_at") ?? Date())
+        }
+        return result
+    }
+
+    /// The full DTO of `GET /v1/visits/{id}`.
+    static func dto(_ db: any SQLConnection, _ row: VisitRow) throws -> Visit {
+        let media = try media(db, visitID: row.id)
+        return Visit(id: row.id, companyID: row.companyID, unit: UnitSummary(id: row.unitID, label: row.unitLabel),
+                     kind: row.kind, visitorName: row.visitorName, carrier: row.carrier, status: row.status,
+                     geofence: row.geofence, photo: media["photo"], voiceMessage: media["voice_message"],
+                     attempts: try attempts(db, visitID: row.id), answeredBy: row.answeredBy, resolution: row.resolution,
+                     ringDeadline: row.status == .ringing ? row.ringDeadline : nil, expiresAt: row.expiresAt,
+                     createdAt: row.createdAt, updatedAt: row.updatedAt)
+    }
+
+    static func insertAttempt(_ db: any SQLConnection, visitID: String, kind: AttemptKind, user: PersonRef? = nil,
+                              deviceID: String? = nil, channel: String? = nil, step: Int? = nil, detail: String? = nil,
+                              at: Date) throws {
+        try db.execute("""
+            INSERT INTO visit_attempts (visit_id, kind, user_id, user_name, device_id, channel, step, detail, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, .text(visitID), .text(kind.rawValue), .optional(user?.id), .optional(user?.name), .optional(deviceID),
+                 .optional(channel), step.map { .integer(Int64($0)) } ?? .null, .optional(detail), .date(at))
+    }
+
+    /// The residents rung for a unit: its ring order (current, enabled residents only),
+    /// or, when the unit has no ring order, every resident by name.
+    static func ringTargets(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
+        let ordered = try db.query("""
+            SELECT o.user_id, us.name FROM unit_ring_order o
+            JOIN membership_units mu ON mu.unit_id = o.unit_id AND mu.user_id = o.user_id
+            JOIN users us ON us.id = o.user_id
+            WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
+            """, .text(unitID)).map { PersonRef(id: $0.string("user_id") ?? "", name: $0.string("name") ?? "") }
+        if !ordered.isEmpty { return ordered }
+        return try residents(db, unitID: unitID)
+    }
+
+    static func residents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
+        try db.query("""
+            SELECT DISTINCT us.id, us.name FROM membership_units mu JOIN users us ON us.id = mu.user_id
+            WHERE mu.unit_id = ? AND us.disabled = 0 ORDER BY us.name, us.id
+            """, .text(unitID)).map { PersonRef(id: $0.string("id") ?? "", name: $0.string("name") ?? "") }
+    }
+
+    /// Users rung so far for a visit (for ring cancellations).
+    static func rungUsers(_ db: any SQLConnection, visitID: String) throws -> [String] {
+        var seen = Set<String>()
+        return try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'ring' ORDER BY id", .text(visitID))
+            .compactMap { $0.string("user_id") }.filter { seen.insert($0).inserted }
+    }
+}
