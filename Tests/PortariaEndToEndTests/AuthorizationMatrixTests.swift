@@ -16,6 +16,7 @@ struct AuthorizationMatrixTests {
         var path: String
         var body: String?
         var last: Bool?
+        var idempotent: Bool?
         var expect: [String: Int]
     }
 
@@ -34,6 +35,28 @@ struct AuthorizationMatrixTests {
         return (token, companies.first { $0["name"] as? String == company }?["id"] as? String)
     }
 
+    /// What the matrix's `{placeholders}` stand for: unit ids from the public gate, and a
+    /// visit to A-101 rung from the demo gate.
+    static func fixtures(_ server: TestServer, residentToken: String, company: String) async throws -> [String: String] {
+        let gate = try await server.request("GET", "/v1/gates/demo-gate")
+        let units = try #require(try gate.json()["units"] as? [[String: Any]])
+        func unit(_ label: String) throws -> String {
+            try #require(units.first { $0["label"] as? String == label }?["id"] as? String, "no unit \(label) at demo-gate")
+        }
+        let a101 = try unit("A-101")
+        let created = try await server.postJSON("/v1/gates/demo-gate/visits",
+                                                #"{"unit_id":"\#(a101)","kind":"visit","visitor_name":"Visitante da matriz"}"#)
+        try #require(created.status == 201, "gate visit: \(created.status) \(created.text)")
+        let visit = try #require((try created.json()["visit"] as? [String: Any])?["id"] as? String)
+        let settings = try await server.request("GET", "/v1/units/\(a101)/settings",
+                                                headers: [("Authorization", "Bearer \(residentToken)"), ("X-Company-Id", company)])
+        try #require(settings.status == 200, "A-101 settings: \(settings.status)")
+        // PUT takes the `settings` object that GET answers inside {unit_id, settings, residents}.
+        let current = try #require(try settings.json()["settings"] as? [String: Any])
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: current), as: UTF8.self)
+        return ["a101_unit": a101, "b201_unit": try unit("B-201"), "a101_visit": visit, "a101_settings": body]
+    }
+
     @Test("every endpoint × role answers as the matrix says")
     func matrix() async throws {
         let matrix = try Self.load()
@@ -47,6 +70,7 @@ struct AuthorizationMatrixTests {
                 if let company { companyID = company }
             }
             let company = try #require(companyID, "no role belongs to \(matrix.company)")
+            let placeholders = try await Self.fixtures(server, residentToken: try #require(tokens["resident"]), company: company)
             let ordered = matrix.endpoints.filter { $0.last != true } + matrix.endpoints.filter { $0.last == true }
             for row in ordered {
                 for role in matrix.roles.keys.sorted() {
@@ -60,7 +84,12 @@ struct AuthorizationMatrixTests {
                         headers.append(("X-Company-Id", company))
                     }
                     if row.body != nil { headers.append(("Content-Type", "application/json")) }
-                    let response = try await server.request(row.method, row.path, headers: headers, body: Array((row.body ?? "").utf8))
+                    if row.idempotent == true { headers.append(("Idempotency-Key", UUID().uuidString)) }
+                    var path = row.path
+                    for (name, value) in placeholders { path = path.replacingOccurrences(of: "{\(name)}", with: value) }
+                    var body = row.body ?? ""
+                    for (name, value) in placeholders { body = body.replacingOccurrences(of: "{\(name)}", with: value) }
+                    let response = try await server.request(row.method, path, headers: headers, body: Array(body.utf8))
                     #expect(response.status == expected, "\(row.method) \(row.path) as \(role): \(response.status) \(response.text.prefix(200))")
                     if response.status >= 400 {
                         let error = try? response.json()["error"] as? [String: Any]
