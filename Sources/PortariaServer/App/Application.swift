@@ -10,6 +10,10 @@ public final class Application: Sendable {
     /// Every open WebSocket; closed with 1001 before the HTTP server stops.
     public let webSockets: WebSocketHub
     public let visits: VisitsModule
+    /// Visit events to WebSocket subscribers.
+    public let realtime: RealtimeFeed
+    /// Cross-instance pokes (PostgreSQL only; SQLite is single-instance).
+    let listener: PostgresListener?
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -47,6 +51,20 @@ public final class Application: Sendable {
         visits = VisitsModule(database: database, authenticator: authenticator, configuration: visitsConfiguration, log: log)
         visits.register(on: router)
 
+        realtime = RealtimeFeed(database: database, hub: webSockets, log: log)
+        realtime.follow(visits.bus)
+        if database.dialect == .postgres {
+            let feed = realtime
+            listener = PostgresListener(url: configuration.databaseURL, channel: "portaria_events", log: log) { companyID in
+                if let companyID { feed.poke(companyID: companyID) } else { feed.pokeAll() }
+            }
+        } else {
+            listener = nil
+        }
+        RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
+                       authenticator: authenticator, visits: visits.service,
+                       allowedOrigins: configuration.allowedOrigins).register(on: router)
+
         var http = HTTPServerConfiguration()
         http.host = configuration.host
         http.port = configuration.port
@@ -57,6 +75,7 @@ public final class Application: Sendable {
 
     public func start() async throws {
         try await visits.start()
+        listener?.start()
         try server.start()
         log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
                                "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
@@ -64,6 +83,8 @@ public final class Application: Sendable {
 
     public func shutdown() async {
         // libmicrohttpd must get every upgraded socket back before it stops.
+        realtime.stop()
+        listener?.stop()
         await webSockets.shutdown()
         await server.shutdown()
         await visits.stop()

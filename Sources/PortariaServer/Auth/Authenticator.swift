@@ -52,6 +52,17 @@ public struct Authenticator: Sendable {
         return (UserRecord(row), claims.sid)
     }
 
+    /// Whether a session is still usable (not revoked, not expired, user not disabled).
+    public func sessionIsLive(_ sessionID: String) async throws -> Bool {
+        let at = now()
+        return try await database.read { db in
+            try db.queryOne("""
+                SELECT s.id FROM sessions s JOIN users u ON u.id = s.user_id
+                WHERE s.id = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND u.disabled = 0
+                """, .text(sessionID), .date(at)) != nil
+        }
+    }
+
     /// Authenticates and selects the company: `X-Company-Id`, or the only company the user
     /// has. A company the user is not in answers 404, as if it did not exist.
     public func caller(_ request: HTTPRequest, requiring permission: String? = nil) async throws -> Caller {

@@ -18,6 +18,8 @@ public struct ServerConfiguration: Sendable {
     public var smsWebhook: String?
     public var turnURL: String?
     public var turnSecret: String?
+    /// Browser origins allowed to open `/v1/realtime` besides the server's own.
+    public var allowedOrigins: Set<String> = []
     public var gateLimit = 10
     public var loginLimit = 10
     public var maxBodySize = 1 << 20
@@ -50,6 +52,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
         OptionSpec("turn-url", help: "TURN server URL for video calls"),
         OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret"),
+        OptionSpec("allowed-origins", help: "comma-separated browser origins allowed on /v1/realtime besides this server's own"),
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
@@ -85,6 +88,8 @@ public struct ServerConfiguration: Sendable {
         configuration.smsWebhook = options.value("sms-webhook")
         configuration.turnURL = options.value("turn-url")
         configuration.turnSecret = options.value("turn-secret")
+        configuration.allowedOrigins = Set((options.value("allowed-origins") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.gateLimit = try options.integer("gate-limit", default: 10, range: 1...1_000_000)
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))

@@ -12,6 +12,24 @@ public enum Schema {
         ]),
         Migration(version: 2, name: "accounts", statements: accounts),
         Migration(version: 3, name: "visits", statements: visits),
+        // 4 is the push layer's (devices, push jobs).
+        Migration(version: 5, name: "realtime", statements: realtime),
+    ]
+
+    /// One-time tickets that let a browser open `/v1/realtime` without putting a
+    /// long-lived token in a URL.
+    static let realtime: [Migration.Statement] = [
+        .init("""
+            CREATE TABLE realtime_tickets (
+                token_hash TEXT PRIMARY KEY,
+                user_id TEXT,
+                session_id TEXT,
+                company_id TEXT NOT NULL,
+                visit_id TEXT,
+                expires_at BIGINT NOT NULL,
+                used_at BIGINT)
+            """),
+        .init("CREATE INDEX realtime_tickets_expiry ON realtime_tickets (expires_at)"),
     ]
 
     /// Companies (condominiums), their units, sectors and gates; users and what they are

@@ -33,6 +33,9 @@ enum EventLog {
         guard !events.isEmpty else { return [] }
         if db.dialect == .postgres {
             _ = try db.query("SELECT pg_advisory_xact_lock(?) AS locked", .integer(lockKey(companyID)))
+            // Delivered to every instance's listener at commit (and never if it rolls
+            // back): the realtime feed of each instance then reads this company forward.
+            _ = try db.query("SELECT pg_notify('portaria_events', ?) AS notified", .text(companyID))
         }
         return try events.map { event in
             let data = JSONValue.object(event.data)

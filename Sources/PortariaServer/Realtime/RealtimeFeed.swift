@@ -1,0 +1,262 @@
+import Foundation
+import PortariaCore
+import PortariaWebSocket
+
+/// Limits of the realtime stream.
+public struct RealtimeLimits: Sendable {
+    /// Sockets one user may hold at once (phones, tablets, browser tabs).
+    public var connectionsPerUser = 10
+    /// Sockets one visitor token may hold.
+    public var connectionsPerVisit = 4
+    /// How far back `?since=` may reach, in company events; older → `resync_required`.
+    public var replayWindow = 1000
+    /// How often live sockets' sessions are re-checked (logout, reuse detection).
+    public var sessionCheckInterval: Duration = .seconds(10)
+    public init() {}
+}
+
+/// Fans committed visit events out to WebSocket subscribers.
+///
+/// The `events` table is the single source: a commit anywhere (this instance, through the
+/// in-process bus; another instance, through PostgreSQL NOTIFY) only *pokes* the feed,
+/// which then reads the company's events after the last one it delivered. Because event
+/// `seq` order equals commit order within a company (see EventLog), reading forward from
+/// the last seq never skips an event, and the same read serves `?since=` replay.
+///
+/// All state belongs to one task that handles commands in order, so a join (replay) and
+/// a poke (live delivery) never interleave and a subscriber never sees an event twice or
+/// out of order.
+public final class RealtimeFeed: Sendable {
+    enum Command: Sendable {
+        case join(WebSocketConnection, Subscriber, since: Int64?)
+        case leave(WebSocketConnection)
+        case poke(companyID: String)
+        case pokeAll
+        case checkSessions
+        case received(WebSocketConnection, String)
+        case count(CheckedContinuation<Int, Never>)
+    }
+
+    private let commands: AsyncStream<Command>.Continuation
+    private let tasks = Locked<[Task<Void, Never>]>([])
+    let limits: RealtimeLimits
+
+    public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared) {
+        self.limits = limits
+        let (stream, continuation) = AsyncStream<Command>.makeStream()
+        commands = continuation
+        let worker = Task {
+            let state = FeedState(database: database, hub: hub, limits: limits, log: log)
+            for await command in stream { await state.handle(command) }
+        }
+        let sessions = Task { [continuation] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: limits.sessionCheckInterval)
+                continuation.yield(.checkSessions)
+            }
+        }
+        tasks.withLock { $0 = [worker, sessions] }
+    }
+
+    /// Subscribes the bus of this process: every committed event pokes its company.
+    public func follow(_ bus: EventBus) {
+        let stream = bus.subscribe()
+        let task = Task { [commands] in
+            for await event in stream { commands.yield(.poke(companyID: event.companyID)) }
+        }
+        tasks.withLock { $0.append(task) }
+    }
+
+    public func poke(companyID: String) { commands.yield(.poke(companyID: companyID)) }
+    /// After a lost cross-instance connection: any company may have missed events.
+    public func pokeAll() { commands.yield(.pokeAll) }
+    func join(_ connection: WebSocketConnection, _ subscriber: Subscriber, since: Int64?) {
+        commands.yield(.join(connection, subscriber, since: since))
+    }
+    func leave(_ connection: WebSocketConnection) { commands.yield(.leave(connection)) }
+    func received(_ connection: WebSocketConnection, _ text: String) { commands.yield(.received(connection, text)) }
+
+    /// Sockets currently subscribed (for tests and metrics).
+    public func subscriberCount() async -> Int {
+        await withCheckedContinuation { commands.yield(.count($0)) }
+    }
+
+    public func stop() {
+        commands.finish()
+        tasks.withLock { tasks in tasks.forEach { $0.cancel() } }
+    }
+}
+
+/// The feed's state, touched only by the feed's worker task.
+private final class FeedState {
+    struct Member {
+        let connection: WebSocketConnection
+        let subscriber: Subscriber
+        /// The last seq this socket received (replay or live).
+        var lastDelivered: Int64
+    }
+
+    struct Company {
+        /// The last seq delivered live to this company's sockets.
+        var lastSeq: Int64
+        var members: [ObjectIdentifier: Member] = [:]
+    }
+
+    let database: any SQLDatabase
+    let hub: WebSocketHub
+    let limits: RealtimeLimits
+    let log: Log
+    var companies: [String: Company] = [:]
+    /// Socket → company, to find a leaving socket.
+    var companyOf: [ObjectIdentifier: String] = [:]
+
+    init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits, log: Log) {
+        self.database = database
+        self.hub = hub
+        self.limits = limits
+        self.log = log
+    }
+
+    func handle(_ command: RealtimeFeed.Command) async {
+        do {
+            switch command {
+            case .join(let connection, let subscriber, let since): try await join(connection, subscriber, since: since)
+            case .leave(let connection): leave(connection)
+            case .poke(let companyID): try await deliver(companyID: companyID)
+            case .pokeAll: for companyID in companies.keys { try await deliver(companyID: companyID) }
+            case .checkSessions: try await checkSessions()
+            case .received(let connection, let text): received(connection, text)
+            case .count(let reply): reply.resume(returning: companyOf.count)
+            }
+        } catch {
+            // A database hiccup must not stop the feed; the next poke reads forward again.
+            log.error("realtime feed", ["error": .string(String(describing: error))])
+        }
+    }
+
+    // MARK: Joining and replay
+
+    func join(_ connection: WebSocketConnection, _ subscriber: Subscriber, since: Int64?) async throws {
+        let key = ObjectIdentifier(connection)
+        let siblings = companies.values.flatMap(\.members.values).filter { member in
+            switch (member.subscriber.role, subscriber.role) {
+            case (.visitor(let a), .visitor(let b)): return a == b
+            default: return subscriber.userID != nil && member.subscriber.userID == subscriber.userID
+            }
+        }.count
+        let limit = subscriber.userID == nil ? limits.connectionsPerVisit : limits.connectionsPerUser
+        if siblings >= limit {
+            connection.close(code: .policyViolation, reason: "too many connections")
+            return
+        }
+        let companyID = subscriber.companyID
+        if companies[companyID] == nil {
+            let latest = try await database.read { db in
+                try db.queryOne("SELECT MAX(seq) AS seq FROM events WHERE company_id = ?", .text(companyID))?.int("seq") ?? 0
+            }
+            companies[companyID] = Company(lastSeq: latest)
+        }
+        var member = Member(connection: connection, subscriber: subscriber, lastDelivered: companies[companyID]!.lastSeq)
+        if let since, since != member.lastDelivered {
+            let window = limits.replayWindow
+            let missed = since < member.lastDelivered ? try await database.read { db in
+                try EventLog.since(db, companyID: companyID, seq: since, limit: window + 1)
+            } : []
+            if since > member.lastDelivered || missed.count > window {
+                // Too far back (or a seq this log never issued): the client reconciles over REST.
+                connection.send(text: JSONValue.object(["type": .string("resync_required"),
+                                                        "seq": .number(Double(member.lastDelivered))]).jsonText)
+            } else {
+                for event in missed where subscriber.sees(event) { connection.send(text: subscriber.frame(for: event)) }
+                member.lastDelivered = max(member.lastDelivered, missed.last?.seq ?? since)
+            }
+        }
+        companies[companyID]!.members[key] = member
+        companyOf[key] = companyID
+    }
+
+    func leave(_ connection: WebSocketConnection) {
+        let key = ObjectIdentifier(connection)
+        guard let companyID = companyOf.removeValue(forKey: key) else { return }
+        companies[companyID]?.members.removeValue(forKey: key)
+        if companies[companyID]?.members.isEmpty == true { companies.removeValue(forKey: companyID) }
+    }
+
+    // MARK: Live delivery
+
+    func deliver(companyID: String) async throws {
+        guard let company = companies[companyID] else { return }
+        var after = company.lastSeq
+        while true {
+            let events = try await database.read { [after] db in try EventLog.since(db, companyID: companyID, seq: after, limit: 500) }
+            guard !events.isEmpty, var current = companies[companyID] else { return }
+            for event in events {
+                // Frames differ only for visitors; everyone else shares one text and one hop.
+                var shared: [WebSocketConnection] = []
+                var sharedFrame: String?
+                for (key, member) in current.members where event.seq > member.lastDelivered && member.subscriber.sees(event) {
+                    if case .visitor = member.subscriber.role {
+                        member.connection.send(text: member.subscriber.frame(for: event))
+                    } else {
+                        if sharedFrame == nil { sharedFrame = member.subscriber.frame(for: event) }
+                        shared.append(member.connection)
+                    }
+                    current.members[key]?.lastDelivered = event.seq
+                }
+                if let sharedFrame, !shared.isEmpty { await hub.broadcast(text: sharedFrame, to: shared) }
+                current.lastSeq = event.seq
+                after = event.seq
+            }
+            companies[companyID] = current
+            if events.count < 500 { return }
+        }
+    }
+
+    // MARK: Sessions
+
+    /// Closes sockets whose session ended (logout, refresh-token reuse, disabled user).
+    func checkSessions() async throws {
+        let sessions = Array(Set(companies.values.flatMap(\.members.values).compactMap(\.subscriber.sessionID)))
+        guard !sessions.isEmpty else { return }
+        var ended = Set<String>()
+        for chunk in stride(from: 0, to: sessions.count, by: 200).map({ Array(sessions[$0..<min($0 + 200, sessions.count)]) }) {
+            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let now = Date()
+            let live = try await database.read { db in
+                try db.query("""
+                    SELECT s.id FROM sessions s JOIN users u ON u.id = s.user_id
+                    WHERE s.id IN (\(placeholders)) AND s.revoked_at IS NULL AND s.expires_at > ? AND u.disabled = 0
+                    """, chunk.map(SQLValue.text) + [.date(now)]).compactMap { $0.string("id") }
+            }
+            ended.formUnion(Set(chunk).subtracting(live))
+        }
+        guard !ended.isEmpty else { return }
+        for company in companies.values {
+            for member in company.members.values where member.subscriber.sessionID.map(ended.contains) == true {
+                member.connection.close(code: .policyViolation, reason: "session ended")
+                leave(member.connection)
+            }
+        }
+    }
+
+    // MARK: Messages from clients
+
+    func received(_ connection: WebSocketConnection, _ text: String) {
+        guard let data = text.data(using: .utf8),
+              let message = try? JSONCoding.decoder().decode(JSONValue.self, from: data),
+              let type = message["type"]?.stringValue else {
+            connection.send(text: Self.error("INVALID_MESSAGE", "frames are JSON objects with a string \"type\""))
+            return
+        }
+        switch type {
+        case "ping":
+            connection.send(text: JSONValue.object(["type": .string("pong")]).jsonText)
+        default:
+            connection.send(text: Self.error("UNKNOWN_TYPE", "unknown message type \(type.prefix(40))"))
+        }
+    }
+
+    static func error(_ code: String, _ message: String) -> String {
+        JSONValue.object(["type": .string("error"), "data": .object(["code": .string(code), "message": .string(message)])]).jsonText
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import PortariaCore
+
+/// Who is at the other end of a realtime socket, and therefore which events it may see.
+/// Every event carries its company, unit and visit, so the decision needs no database.
+public struct Subscriber: Sendable, Equatable {
+    public enum Role: Sendable, Equatable {
+        /// Sees the visits of their own units.
+        case resident(units: Set<String>)
+        /// Sees every visit of the company (operators; admins hold `operator` too).
+        case companyWide
+        /// The gate page: sees its one visit, without resident names.
+        case visitor(visitID: String)
+    }
+
+    public var companyID: String
+    public var role: Role
+    /// The user (nil for a visitor) and their session, checked while the socket lives.
+    public var userID: String?
+    public var sessionID: String?
+    /// Device and push-health changes are for `admin.push_health` holders only.
+    public var seesPushHealth: Bool
+
+    public init(companyID: String, role: Role, userID: String? = nil, sessionID: String? = nil, seesPushHealth: Bool = false) {
+        self.companyID = companyID
+        self.role = role
+        self.userID = userID
+        self.sessionID = sessionID
+        self.seesPushHealth = seesPushHealth
+    }
+
+    /// A signed-in caller in their selected company.
+    init(caller: Caller) {
+        let companyWide = caller.has(Permission.operatorConsole)
+        self.init(companyID: caller.companyID, role: companyWide ? .companyWide : .resident(units: caller.unitIDs),
+                  userID: caller.user.id, sessionID: caller.sessionID, seesPushHealth: caller.has(Permission.adminPushHealth))
+    }
+
+    public func sees(_ event: EventRecord) -> Bool {
+        guard event.companyID == companyID else { return false }
+        if event.type.hasPrefix("device.") || event.type.hasPrefix("push_health.") { return seesPushHealth }
+        switch role {
+        case .companyWide: return true
+        case .resident(let units): return event.unitID.map(units.contains) ?? false
+        case .visitor(let visitID): return event.visitID == visitID
+        }
+    }
+
+    /// The frame this subscriber receives for `event`: `{"type", "seq", "data"}`. The gate
+    /// page gets the visit's id, kind and status only — never who lives there or answered.
+    public func frame(for event: EventRecord) -> String {
+        var data = event.data
+        if case .visitor = role {
+            var visible: [String: JSONValue] = [:]
+            for key in ["visit_id", "kind", "status", "reason", "action"] { visible[key] = event.data[key] }
+            data = .object(visible)
+        }
+        return JSONValue.object(["type": .string(event.type), "seq": .number(Double(event.seq)), "data": data]).jsonText
+    }
+}

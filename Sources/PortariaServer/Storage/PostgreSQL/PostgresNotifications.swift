@@ -1,0 +1,78 @@
+import CLibPQ
+import Foundation
+import PortariaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Listens on a PostgreSQL channel with its own connection and thread, and hands every
+/// notification's payload to `onNotify`. NOTIFY is transactional, so a payload arrives
+/// only after the transaction that sent it committed. Reconnects after a failure and
+/// then reports `nil` once, so the listener can re-read what it may have missed.
+public final class PostgresListener: @unchecked Sendable {
+    // Thread confinement: `connection` is used only by the listener thread; `running` is
+    // guarded by its lock.
+    private let conninfo: String
+    private let channel: String
+    private let onNotify: @Sendable (String?) -> Void
+    private let running = Locked(true)
+    private let log: Log
+    private var thread: Thread?
+
+    public init(url: String, channel: String, log: Log = .shared, onNotify: @escaping @Sendable (String?) -> Void) {
+        precondition(channel.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }, "channel must be an identifier")
+        conninfo = PostgresDatabase.withDefaults(url)
+        self.channel = channel
+        self.onNotify = onNotify
+        self.log = log
+    }
+
+    public func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "portaria.pg-listen"
+        self.thread = thread
+        thread.start()
+    }
+
+    public func stop() { running.withLock { $0 = false } }
+
+    private func run() {
+        var reconnecting = false
+        while running.current {
+            do {
+                let connection = try PostgresConnection(conninfo: conninfo)
+                try connection.simple("LISTEN \(channel)")
+                if reconnecting { onNotify(nil) }
+                reconnecting = false
+                try listen(on: connection)
+            } catch {
+                if running.current {
+                    log.warning("postgres listener: reconnecting", ["error": .string(String(describing: error))])
+                    reconnecting = true
+                    Thread.sleep(forTimeInterval: 1)
+                }
+            }
+        }
+    }
+
+    /// Waits on the connection's socket (1 s at a time, to notice `stop`), then drains
+    /// every pending notification.
+    private func listen(on connection: PostgresConnection) throws {
+        let socket = PQsocket(connection.handle)
+        guard socket >= 0 else { throw StorageError.unavailable("postgres listener: no socket") }
+        while running.current {
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 1000)
+            if ready < 0 && errno != EINTR { throw StorageError.unavailable("postgres listener: poll failed") }
+            guard ready > 0 else { continue }
+            guard PQconsumeInput(connection.handle) == 1 else {
+                throw StorageError.unavailable("postgres listener: \(String(cString: PQerrorMessage(connection.handle)))")
+            }
+            while let notification = PQnotifies(connection.handle) {
+                let payload = String(cString: notification.pointee.extra)
+                PQfreemem(notification)
+                onNotify(payload)
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import PortariaCore
+import PortariaWebSocket
+import Testing
+
+/// `/v1/realtime` over real sockets against the real binary.
+@Suite("Realtime stream")
+struct RealtimeTests {
+    struct Session {
+        let token: String
+        let companyID: String
+    }
+
+    static func login(_ server: TestServer, _ username: String, company: String = "Residencial Demo") async throws -> Session {
+        let response = try await server.postJSON("/v1/auth/login", #"{"username":"\#(username)","password":"demo1234"}"#)
+        try #require(response.status == 200, "login \(username): \(response.status)")
+        let body = try response.json()
+        let companies = body["companies"] as? [[String: Any]] ?? []
+        let id = try #require(companies.first { $0["name"] as? String == company }?["id"] as? String)
+        return Session(token: try #require(body["jwt_token"] as? String), companyID: id)
+    }
+
+    static func socket(_ server: TestServer, _ session: Session, query: String = "") async throws -> WebSocketClientConnection {
+        try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime\(query)",
+                                          headers: [("Authorization", "Bearer \(session.token)"), ("X-Company-Id", session.companyID)])
+    }
+
+    /// Creates a visit to `label` at the demo gate; returns (visit id, visitor token).
+    static func ring(_ server: TestServer, unit label: String = "A-101") async throws -> (String, String) {
+        let gate = try await server.request("GET", "/v1/gates/demo-gate")
+        let units = try #require(try gate.json()["units"] as? [[String: Any]])
+        let unit = try #require(units.first { $0["label"] as? String == label }?["id"] as? String)
+        let created = try await server.postJSON("/v1/gates/demo-gate/visits",
+                                                #"{"unit_id":"\#(unit)","kind":"visit","visitor_name":"Rafael"}"#)
+        try #require(created.status == 201, "\(created.status) \(created.text)")
+        let body = try created.json()
+        return (try #require((body["visit"] as? [String: Any])?["id"] as? String), try #require(body["visitor_token"] as? String))
+    }
+
+    /// Incoming frames, decoded; each read waits at most `timeout`.
+    final class Reader: @unchecked Sendable {
+        // Used by one test task at a time; the lock-free iterator is never shared.
+        var iterator: AsyncStream<WebSocketEvent>.AsyncIterator
+        /// Held so the socket stays open (dropping the last reference closes it with 1001).
+        let connection: WebSocketClientConnection
+        init(_ connection: WebSocketClientConnection) {
+            self.connection = connection
+            iterator = connection.events.makeAsyncIterator()
+        }
+
+        enum Item: Sendable { case frame(JSONValue), closed(UInt16), timedOut }
+
+        func read(timeout: Duration = .seconds(5)) async -> Item {
+            let box = UncheckedIterator(self)
+            return await withTaskGroup(of: Item.self) { group in
+                group.addTask { await box.read() }
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    return .timedOut
+                }
+                let first = await group.next()!
+                group.cancelAll()
+                return first
+            }
+        }
+
+        func next(timeout: Duration = .seconds(5)) async throws -> JSONValue {
+            switch await read(timeout: timeout) {
+            case .frame(let frame): return frame
+            case .closed(let code): throw HarnessError("socket closed (\(code)) while waiting for a frame")
+            case .timedOut: throw HarnessError("no frame within \(timeout)")
+            }
+        }
+
+        /// Frames until one of `type` arrives.
+        func until(_ type: String, timeout: Duration = .seconds(5)) async throws -> [JSONValue] {
+            var frames: [JSONValue] = []
+            while true {
+                let frame = try await next(timeout: timeout)
+                frames.append(frame)
+                if frame["type"]?.stringValue == type { return frames }
+            }
+        }
+
+        func closeCode(timeout: Duration = .seconds(5)) async -> UInt16? {
+            while true {
+                switch await read(timeout: timeout) {
+                case .frame: continue
+                case .closed(let code): return code
+                case .timedOut: return nil
+                }
+            }
+        }
+    }
+
+    struct UncheckedIterator: @unchecked Sendable {
+        let reader: Reader
+        init(_ reader: Reader) { self.reader = reader }
+        func read() async -> Reader.Item {
+            while let event = await reader.iterator.next() {
+                switch event {
+                case .text(let text):
+                    if let frame = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) { return .frame(frame) }
+                case .binary: continue
+                case .closed(let code, _): return .closed(code.rawValue)
+                }
+            }
+            return .closed(1006)
+        }
+    }
+
+    static func resolve(_ server: TestServer, _ session: Session, visit: String, action: String = "authorize") async throws -> RawResponse {
+        try await server.request("POST", "/v1/visits/\(visit)/resolve",
+                                 headers: [("Authorization", "Bearer \(session.token)"), ("X-Company-Id", session.companyID),
+                                           ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+                                 body: Array(#"{"action":"\#(action)"}"#.utf8))
+    }
+
+    @Test("a resident sees a visit's whole life in order; other units and tenants see nothing")
+    func wholeLife() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let maria = try await Self.login(server, "maria")
+            let ana = try await Self.login(server, "ana")
+            let carlos = try await Self.login(server, "carlos", company: "Condomínio Azul")
+            let operatorSession = try await Self.login(server, "portaria")
+            let mariaReader = Reader(try await Self.socket(server, maria))
+            let anaSocket = try await Self.socket(server, ana)
+            let anaReader = Reader(anaSocket)
+            let carlosSocket = try await Self.socket(server, carlos)
+            let carlosReader = Reader(carlosSocket)
+            let operatorReader = Reader(try await Self.socket(server, operatorSession))
+            try await Task.sleep(for: .milliseconds(200))   // the joins are processed in order before the first poke
+
+            let (visit, _) = try await Self.ring(server)
+            let resolved = try await Self.resolve(server, maria, visit: visit)
+            #expect(resolved.status == 200)
+
+            let frames = try await mariaReader.until("visit.resolved")
+            let types = frames.compactMap { $0["type"]?.stringValue }
+            #expect(types.first == "visit.created")
+            #expect(types.contains("visit.ringing"))
+            #expect(types.last == "visit.resolved")
+            let seqs = frames.compactMap { frame -> Int64? in if case .number(let n) = frame["seq"] { Int64(n) } else { nil } }
+            #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count, "seq must increase: \(seqs)")
+            for frame in frames { #expect(frame["data"]?["visit_id"]?.stringValue == visit) }
+
+            let operatorFrames = try await operatorReader.until("visit.resolved")
+            #expect(operatorFrames.compactMap { $0["type"]?.stringValue } == types)
+
+            // Ana (B-201) and Carlos (another condominium) get nothing: a ping proves the
+            // socket is alive and that nothing was queued before the pong.
+            for (socket, reader) in [(anaSocket, anaReader), (carlosSocket, carlosReader)] {
+                socket.send(text: #"{"type":"ping"}"#)
+                #expect(try await reader.next()["type"]?.stringValue == "pong")
+            }
+        }
+    }
+}
