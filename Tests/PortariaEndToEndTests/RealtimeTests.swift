@@ -155,4 +155,147 @@ struct RealtimeTests {
             }
         }
     }
+
+    static func seq(_ frame: JSONValue) -> Int64? {
+        if case .number(let value) = frame["seq"] { return Int64(value) }
+        return nil
+    }
+
+    static func rejection(_ body: () async throws -> Void) async -> Int? {
+        do {
+            try await body()
+            return nil
+        } catch WebSocketClientError.handshakeRejected(let status, _) {
+            return status
+        } catch {
+            return -1
+        }
+    }
+
+    @Test("a reconnect with ?since= replays what was missed; too far ahead → resync_required; bad since → 400")
+    func replay() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let maria = try await Self.login(server, "maria")
+            var reader = Reader(try await Self.socket(server, maria))
+            try await Task.sleep(for: .milliseconds(100))
+            _ = try await Self.ring(server)
+            let seen = try await reader.until("visit.ringing")
+            let lastFrame = try #require(seen.last)
+            let last = try #require(Self.seq(lastFrame))
+            reader.connection.close()
+            _ = await reader.closeCode()
+
+            // While Maria is offline: a second visit, resolved by João.
+            let (missed, _) = try await Self.ring(server)
+            let joao = try await Self.login(server, "joao")
+            #expect(try await Self.resolve(server, joao, visit: missed).status == 200)
+
+            reader = Reader(try await Self.socket(server, maria, query: "?since=\(last)"))
+            let replayed = try await reader.until("visit.resolved")
+            #expect(replayed.first?["type"]?.stringValue == "visit.created")
+            #expect(replayed.allSatisfy { $0["data"]?["visit_id"]?.stringValue == missed })
+            #expect(replayed.allSatisfy { (Self.seq($0) ?? 0) > last })
+
+            let ahead = Reader(try await Self.socket(server, maria, query: "?since=999999999"))
+            #expect(try await ahead.next()["type"]?.stringValue == "resync_required")
+
+            let bad = await Self.rejection { _ = try await Self.socket(server, maria, query: "?since=-4") }
+            #expect(bad == 400)
+        }
+    }
+
+    @Test("browser tickets: single use, 30 s, Origin checked; no credentials → 401")
+    func tickets() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let maria = try await Self.login(server, "maria")
+            func ticket() async throws -> String {
+                let response = try await server.request("POST", "/v1/realtime/tickets",
+                                                        headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)])
+                #expect(response.status == 201)
+                #expect(try response.json()["expires_in"] as? Int == 30)
+                return try #require(try response.json()["ticket"] as? String)
+            }
+            let url = "ws://127.0.0.1:\(server.port)/v1/realtime"
+            let sameOrigin = [("Origin", "http://127.0.0.1:\(server.port)")]
+            let first = try await ticket()
+            let socket = Reader(try await WebSocketClient.connect(url: "\(url)?ticket=\(first)", headers: sameOrigin))
+            socket.connection.send(text: #"{"type":"ping"}"#)
+            #expect(try await socket.next()["type"]?.stringValue == "pong")
+            #expect(await Self.rejection { _ = try await WebSocketClient.connect(url: "\(url)?ticket=\(first)", headers: sameOrigin) } == 401)
+
+            let second = try await ticket()
+            #expect(await Self.rejection {
+                _ = try await WebSocketClient.connect(url: "\(url)?ticket=\(second)", headers: [("Origin", "https://evil.example")])
+            } == 403)
+            #expect(await Self.rejection { _ = try await WebSocketClient.connect(url: url) } == 401)
+            #expect(await Self.rejection { _ = try await WebSocketClient.connect(url: "\(url)?ticket=forged") } == 401)
+
+            // Unknown frames get an error frame, not a dropped socket.
+            socket.connection.send(text: #"{"type":"call.teleport"}"#)
+            let error = try await socket.next()
+            #expect(error["type"]?.stringValue == "error")
+            socket.connection.send(text: "not json")
+            #expect(try await socket.next()["type"]?.stringValue == "error")
+        }
+    }
+
+    @Test("the gate page follows its own visit without resident names")
+    func visitorStream() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let (visit, visitorToken) = try await Self.ring(server)
+            let issued = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
+            #expect(issued.status == 201)
+            let ticket = try #require(try issued.json()["ticket"] as? String)
+            let reader = Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(ticket)"))
+            try await Task.sleep(for: .milliseconds(100))
+            _ = try await Self.ring(server)   // another visit: not this page's business
+            let maria = try await Self.login(server, "maria")
+            #expect(try await Self.resolve(server, maria, visit: visit).status == 200)
+            let frames = try await reader.until("visit.resolved")
+            for frame in frames {
+                #expect(frame["data"]?["visit_id"]?.stringValue == visit)
+                #expect(frame["data"]?["by"] == nil && frame["data"]?["answered_by"] == nil && frame["data"]?["user_ids"] == nil)
+            }
+            #expect(frames.last?["data"]?["action"]?.stringValue == "authorize")
+        }
+    }
+
+    @Test("logging out closes the session's sockets at once")
+    func logoutClosesSockets() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let ana = try await Self.login(server, "ana")
+            let reader = Reader(try await Self.socket(server, ana))
+            try await Task.sleep(for: .milliseconds(100))
+            let logout = try await server.request("POST", "/v1/auth/logout", headers: [("Authorization", "Bearer \(ana.token)")])
+            #expect(logout.status == 204)
+            #expect(await reader.closeCode(timeout: .seconds(3)) == 1008)
+            #expect(await Self.rejection { _ = try await Self.socket(server, ana) } == 401)
+        }
+    }
+
+    @Test("two instances on one PostgreSQL: a visit made through A reaches a socket on B",
+          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+    func crossInstance() async throws {
+        let database = try #require(try EndToEndPostgres.create())
+        defer { database.drop() }
+        let a = try await TestServer.start(["--demo", "--database", database.url])
+        let b = try await TestServer.start(["--database", database.url])
+        do {
+            let maria = try await Self.login(b, "maria")
+            let reader = Reader(try await Self.socket(b, maria))
+            try await Task.sleep(for: .milliseconds(200))
+            let started = ContinuousClock.now
+            let (visit, _) = try await Self.ring(a)
+            let frame = try await reader.next(timeout: .seconds(5))
+            #expect(frame["type"]?.stringValue == "visit.created")
+            #expect(frame["data"]?["visit_id"]?.stringValue == visit)
+            print("cross-instance delivery: \(ContinuousClock.now - started) from gate POST to frame on B")
+        } catch {
+            await a.stop()
+            await b.stop()
+            throw error
+        }
+        await a.stop()
+        await b.stop()
+    }
 }

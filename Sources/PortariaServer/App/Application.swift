@@ -34,13 +34,12 @@ public final class Application: Sendable {
             sms = LogSmsSender(log: log)
             log.warning("no --sms-webhook: OTP codes are written to this log (development only)")
         }
-        let auth = AuthService(database: database, secrets: secrets, sms: sms,
+        var auth = AuthService(database: database, secrets: secrets, sms: sms,
                                loginLimitPerAccount: configuration.loginLimit, log: log)
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
         webSockets = WebSocketHub(log: log)
         let router = Router()
-        AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }
@@ -53,14 +52,16 @@ public final class Application: Sendable {
 
         realtime = RealtimeFeed(database: database, hub: webSockets, log: log)
         realtime.follow(visits.bus)
+        let feed = realtime
+        auth.sessionEnded = { sessionID in feed.endSession(sessionID) }
         if database.dialect == .postgres {
-            let feed = realtime
             listener = PostgresListener(url: configuration.databaseURL, channel: "portaria_events", log: log) { companyID in
                 if let companyID { feed.poke(companyID: companyID) } else { feed.pokeAll() }
             }
         } else {
             listener = nil
         }
+        AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
                        authenticator: authenticator, visits: visits.service,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)

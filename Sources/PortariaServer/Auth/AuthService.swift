@@ -13,6 +13,9 @@ public struct AuthService: Sendable {
     public let log: Log
     public var loginLimitPerAccount: Int
     public var now: @Sendable () -> Date = { Date() }
+    /// Told when a session ends here (logout, refresh-token reuse), so live sockets of
+    /// that session close at once instead of at the next periodic check.
+    public var sessionEnded: @Sendable (String) -> Void = { _ in }
 
     public static let accessTokenLifetime: TimeInterval = 15 * 60
     public static let sessionLifetime: TimeInterval = 30 * 24 * 3600
@@ -109,7 +112,7 @@ public struct AuthService: Sendable {
 
     private enum RefreshOutcome: Sendable {
         case rotated(userID: String, sessionID: String)
-        case reused
+        case reused(sessionID: String)
         case invalid
     }
 
@@ -136,7 +139,7 @@ public struct AuthService: Sendable {
             if row.int("spent_at") != nil || claimed == 0 {
                 try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = 'refresh_token_reused' WHERE id = ? AND revoked_at IS NULL",
                                .date(at), .text(sessionID))
-                return .reused
+                return .reused(sessionID: sessionID)
             }
             try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
                            .text(Crypto.tokenHash(next)), .text(sessionID), .date(at))
@@ -145,8 +148,9 @@ public struct AuthService: Sendable {
         switch outcome {
         case .invalid:
             throw HTTPError(status: 401, code: .invalidRefreshToken, message: "refresh token is invalid or expired")
-        case .reused:
+        case .reused(let sessionID):
             log.warning("refresh token reuse: session revoked")
+            sessionEnded(sessionID)
             throw HTTPError(status: 401, code: .refreshTokenReused,
                             message: "refresh token was already used; the session has been revoked")
         case .rotated(let userID, let sessionID):
@@ -165,6 +169,7 @@ public struct AuthService: Sendable {
             try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
                            .date(at), .text(reason), .text(id))
         }
+        sessionEnded(id)
     }
 
     /// The session a refresh token belongs to (spent or not), for logout.

@@ -33,6 +33,7 @@ public final class RealtimeFeed: Sendable {
         case poke(companyID: String)
         case pokeAll
         case checkSessions
+        case endSession(String)
         case received(WebSocketConnection, String)
         case count(CheckedContinuation<Int, Never>)
     }
@@ -68,6 +69,9 @@ public final class RealtimeFeed: Sendable {
     }
 
     public func poke(companyID: String) { commands.yield(.poke(companyID: companyID)) }
+    /// Closes the sockets of a session that ended on this instance (other instances
+    /// notice at their next periodic check).
+    public func endSession(_ sessionID: String) { commands.yield(.endSession(sessionID)) }
     /// After a lost cross-instance connection: any company may have missed events.
     public func pokeAll() { commands.yield(.pokeAll) }
     func join(_ connection: WebSocketConnection, _ subscriber: Subscriber, since: Int64?) {
@@ -125,6 +129,7 @@ private final class FeedState {
             case .poke(let companyID): try await deliver(companyID: companyID)
             case .pokeAll: for companyID in companies.keys { try await deliver(companyID: companyID) }
             case .checkSessions: try await checkSessions()
+            case .endSession(let sessionID): close(sessions: [sessionID])
             case .received(let connection, let text): received(connection, text)
             case .count(let reply): reply.resume(returning: companyOf.count)
             }
@@ -230,6 +235,10 @@ private final class FeedState {
             }
             ended.formUnion(Set(chunk).subtracting(live))
         }
+        close(sessions: ended)
+    }
+
+    func close(sessions ended: Set<String>) {
         guard !ended.isEmpty else { return }
         for company in companies.values {
             for member in company.members.values where member.subscriber.sessionID.map(ended.contains) == true {
