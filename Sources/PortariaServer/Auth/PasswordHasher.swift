@@ -11,8 +11,9 @@ public struct PasswordHasher: Sendable {
     public var memoryKiB: UInt32 = 19 * 1024
     public var iterations: UInt32 = 2
     public var parallelism: UInt32 = 1
-    private static let queue = DispatchQueue(label: "portaria.argon2", attributes: .concurrent)
-    private static let slots = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))
+    /// One serial queue per core: at most that many hashes at once, on threads of their
+    /// own (see `BlockingQueues` for why not a concurrent queue).
+    private static let queues = BlockingQueues(label: "portaria.argon2", count: ProcessInfo.processInfo.activeProcessorCount)
 
     public init() {}
 
@@ -64,13 +65,7 @@ public struct PasswordHasher: Sendable {
     }()
 
     private static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async {
-                slots.wait()
-                let value = work()
-                slots.signal()
-                continuation.resume(returning: value)
-            }
-        }
+        // `work` does not throw, so neither does the hop.
+        try! await queues.run(work)
     }
 }

@@ -39,7 +39,8 @@ public enum OutboundHTTPError: Error, Sendable, CustomStringConvertible {
 /// on a dedicated queue. `caFile` adds a CA bundle (tests use a local CA).
 public final class OutboundHTTPClient: Sendable {
     let caFile: String?
-    private static let queue = DispatchQueue(label: "portaria.outbound", attributes: .concurrent)
+    /// Blocking transfers (libcurl easy) on threads of their own; see `BlockingQueues`.
+    private static let queues = BlockingQueues(label: "portaria.outbound", count: 8)
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
     public init(caFile: String? = nil) {
@@ -49,11 +50,7 @@ public final class OutboundHTTPClient: Sendable {
 
     public func send(_ request: OutboundRequest) async throws -> OutboundResponse {
         let caFile = caFile
-        return try await withCheckedThrowingContinuation { continuation in
-            Self.queue.async {
-                continuation.resume(with: Result { try Self.perform(request, caFile: caFile) })
-            }
-        }
+        return try await Self.queues.run { try Self.perform(request, caFile: caFile) }
     }
 
     /// Accumulates a transfer's output; one per transfer, used only by its thread.

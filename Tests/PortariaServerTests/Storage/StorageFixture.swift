@@ -44,7 +44,9 @@ enum TestPostgres {
 /// Runs blocking work on a Dispatch thread, keeping Swift's small cooperative pool free.
 func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        // A serial queue of its own: on Linux the global concurrent pool has one thread per
+        // core and blocking calls there would stall each other (and the code under test).
+        DispatchQueue(label: "portaria.tests.offload").async { continuation.resume(with: Result { try body() }) }
     }
 }
 

@@ -14,13 +14,9 @@ public final class PostgresDatabase: SQLDatabase {
         conninfo = Self.withDefaults(url)
         let info = conninfo
         // Connecting blocks; do it off the cooperative pool.
-        let connections: [PostgresConnection] = try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result {
-                    let first = try PostgresConnection(conninfo: info)
-                    return [first] + (try (1..<max(1, poolSize)).map { _ in try PostgresConnection(conninfo: info) })
-                }.map { UncheckedBox($0) })
-            }
+        let connections: [PostgresConnection] = try await BlockingQueues(label: "portaria.postgres.connect", count: 1).run {
+            let first = try PostgresConnection(conninfo: info)
+            return UncheckedBox([first] + (try (1..<max(1, poolSize)).map { _ in try PostgresConnection(conninfo: info) }))
         }.value
         pool = ConnectionPool(connections: connections, label: "portaria.postgres")
     }
