@@ -9,6 +9,9 @@ public final class Application: Sendable {
     public let server: HTTPServer
     /// Every open WebSocket; closed with 1001 before the HTTP server stops.
     public let webSockets: WebSocketHub
+    /// TURN/STUN lists with short-lived credentials; the realtime layer hands one to
+    /// a visitor page through `iceServers.iceServers(forSubject:)`.
+    public let iceServers: ICEServerProvider
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -36,6 +39,11 @@ public final class Application: Sendable {
         webSockets = WebSocketHub(log: log)
         let router = Router()
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
+        iceServers = try ICEServerProvider(configuration: configuration)
+        if iceServers.turn == nil {
+            log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
+        }
+        CallRoutes(iceServers: iceServers, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }
