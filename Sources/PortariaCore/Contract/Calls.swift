@@ -130,6 +130,14 @@ public struct CallICE: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case visitID = "visit_id", candidate }
 
+    // `candidate` must be present: `null` ends the candidates, but a frame that simply
+    // forgot the member must not be read as that.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        visitID = try container.decode(String.self, forKey: .visitID)
+        candidate = try container.decode(ICECandidate?.self, forKey: .candidate)
+    }
+
     // `candidate: null` is meaningful (end of candidates), so it is written out.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
