@@ -83,16 +83,22 @@ final class CoturnProcess: @unchecked Sendable {
         throw TURNTestError("turnserver did not answer STUN on 127.0.0.1:\(port) within \(timeout)")
     }
 
-    /// SIGTERM, then SIGKILL if it lingers; removes the directory.
+    /// SIGTERM, then SIGKILL if it lingers; removes the directory. Waits on a Dispatch
+    /// thread rather than with `Task.sleep`, so it still works when the test was
+    /// cancelled (a time limit) — exactly when cleaning up matters most.
     func stop() async {
-        if process.isRunning {
+        let process = process
+        _ = try? await offload {
+            guard process.isRunning else { return }
             process.terminate()
-            let deadline = ContinuousClock.now + .seconds(3)
-            while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-            if process.isRunning {
+            func wait(_ timeout: Duration) -> Bool {
+                let deadline = ContinuousClock.now + timeout
+                while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+                return !process.isRunning
+            }
+            if !wait(.seconds(3)) {
                 kill(process.processIdentifier, SIGKILL)
-                let hard = ContinuousClock.now + .seconds(2)
-                while process.isRunning && ContinuousClock.now < hard { try? await Task.sleep(for: .milliseconds(20)) }
+                _ = wait(.seconds(2))
             }
         }
         try? FileManager.default.removeItem(at: directory)
