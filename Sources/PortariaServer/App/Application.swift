@@ -14,6 +14,9 @@ public final class Application: Sendable {
     public let realtime: RealtimeFeed
     /// Cross-instance pokes (PostgreSQL only; SQLite is single-instance).
     let listener: PostgresListener?
+    /// TURN/STUN lists with short-lived credentials; the realtime layer hands one to
+    /// a visitor page through `iceServers.iceServers(forSubject:)`.
+    public let iceServers: ICEServerProvider
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -40,6 +43,11 @@ public final class Application: Sendable {
 
         webSockets = WebSocketHub(log: log)
         let router = Router()
+        iceServers = try ICEServerProvider(configuration: configuration)
+        if iceServers.turn == nil {
+            log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
+        }
+        CallRoutes(iceServers: iceServers, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }

@@ -13,14 +13,27 @@ public enum Crypto {
     }
 
     public static func hmacSHA256(key: [UInt8], data: [UInt8]) -> [UInt8] {
+        hmac(EVP_sha256(), key: key, data: data)
+    }
+
+    /// HMAC-SHA1: only where a protocol fixes it, the TURN REST API credential that
+    /// coturn (`use-auth-secret`) recomputes. Not for anything we choose ourselves.
+    public static func hmacSHA1(key: [UInt8], data: [UInt8]) -> [UInt8] {
+        hmac(EVP_sha1(), key: key, data: data)
+    }
+
+    private static func hmac(_ digest: OpaquePointer?, key: [UInt8], data: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
-        _ = key.withUnsafeBufferPointer { keyBuffer in
+        let result = key.withUnsafeBufferPointer { keyBuffer in
             data.withUnsafeBufferPointer { dataBuffer in
-                HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count),
+                HMAC(digest, keyBuffer.baseAddress, Int32(keyBuffer.count),
                      dataBuffer.baseAddress, dataBuffer.count, &output, &length)
             }
         }
+        // HMAC only fails on allocation failure or a broken libcrypto; a wrong MAC
+        // would fail open somewhere else, so stop here.
+        guard result != nil else { fatalError("OpenSSL HMAC failed") }
         return Array(output.prefix(Int(length)))
     }
 

@@ -50,7 +50,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("fcm-endpoint", help: "default https://fcm.googleapis.com"),
         OptionSpec("ca-file", help: "extra CA bundle for outbound TLS"),
         OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
-        OptionSpec("turn-url", help: "TURN server URL for video calls"),
+        OptionSpec("turn-url", help: "TURN relay for video calls: turn:host[:port] or turns:host[:port]"),
         OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret"),
         OptionSpec("allowed-origins", help: "comma-separated browser origins allowed on /v1/realtime besides this server's own"),
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
@@ -102,6 +102,9 @@ public struct ServerConfiguration: Sendable {
         }
         if (configuration.turnURL == nil) != (configuration.turnSecret == nil) {
             throw UsageError("--turn-url and --turn-secret go together")
+        }
+        if let url = configuration.turnURL, let secret = configuration.turnSecret {
+            _ = try TURNSettings.parse(url: url, secret: secret)
         }
         return configuration
     }

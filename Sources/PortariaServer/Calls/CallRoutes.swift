@@ -1,0 +1,23 @@
+import Foundation
+import PortariaCore
+
+/// `GET /v1/calls/ice_servers`. Signaling itself travels over `/v1/realtime`
+/// (`CallRegistry`); the visitor page gets its list through the visitor-token path,
+/// which calls `ICEServerProvider.iceServers(forSubject:)` directly.
+struct CallRoutes {
+    let iceServers: ICEServerProvider
+    let authenticator: Authenticator
+
+    func register(on router: Router) {
+        let iceServers = iceServers
+        let authenticator = authenticator
+        router.get("/v1/calls/ice_servers") { request in
+            // Any member of the selected company: residents answer calls, operators
+            // take them at the console. A relay costs bandwidth, hence no anonymous use.
+            let caller = try await authenticator.caller(request)
+            // A credential must not be cached by a proxy or replayed from a browser cache.
+            return .json(iceServers.iceServers(forSubject: caller.user.id),
+                         headers: [("Cache-Control", "no-store")])
+        }
+    }
+}
