@@ -35,6 +35,10 @@ public enum AttemptKind: String, Sendable, Codable, CaseIterable {
     case resolution
     case cancel
     case expire
+    /// The video call between the gate page and the answering device.
+    case callStarted = "call_started"
+    case callConnected = "call_connected"
+    case callEnded = "call_ended"
 }
 
 /// One entry of the attempts timeline.

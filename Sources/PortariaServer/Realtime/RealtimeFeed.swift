@@ -35,6 +35,7 @@ public final class RealtimeFeed: Sendable {
         case checkSessions
         case endSession(String)
         case received(WebSocketConnection, String)
+        case call([CallDirective])
         case count(CheckedContinuation<Int, Never>)
     }
 
@@ -42,13 +43,24 @@ public final class RealtimeFeed: Sendable {
     private let tasks = Locked<[Task<Void, Never>]>([])
     let limits: RealtimeLimits
 
+    /// Video calls between the gate page and the device that answered (decision 0009).
+    let calls: LiveCallRegistry
+
     public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared) {
         self.limits = limits
+        let calls = LiveCallRegistry(clock: ContinuousClock())
+        self.calls = calls
         let (stream, continuation) = AsyncStream<Command>.makeStream()
         commands = continuation
         let worker = Task {
-            let state = FeedState(database: database, hub: hub, limits: limits, log: log)
+            let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log)
             for await command in stream { await state.handle(command) }
+        }
+        // Call timeouts (negotiation, reconnection grace, maximum length).
+        let timers = Task { [continuation] in
+            await calls.run(every: .milliseconds(500)) { directives in
+                if !directives.isEmpty { continuation.yield(.call(directives)) }
+            }
         }
         let sessions = Task { [continuation] in
             while !Task.isCancelled {
@@ -56,7 +68,7 @@ public final class RealtimeFeed: Sendable {
                 continuation.yield(.checkSessions)
             }
         }
-        tasks.withLock { $0 = [worker, sessions] }
+        tasks.withLock { $0 = [worker, sessions, timers] }
     }
 
     /// Subscribes the bus of this process: every committed event pokes its company.
@@ -96,6 +108,7 @@ private final class FeedState {
     struct Member {
         let connection: WebSocketConnection
         let subscriber: Subscriber
+        var peer: CallPeer? { subscriber.callPeer }
         /// The last seq this socket received (replay or live).
         var lastDelivered: Int64
     }
@@ -108,15 +121,17 @@ private final class FeedState {
 
     let database: any SQLDatabase
     let hub: WebSocketHub
+    let calls: LiveCallRegistry
     let limits: RealtimeLimits
     let log: Log
     var companies: [String: Company] = [:]
     /// Socket → company, to find a leaving socket.
     var companyOf: [ObjectIdentifier: String] = [:]
 
-    init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits, log: Log) {
+    init(database: any SQLDatabase, hub: WebSocketHub, calls: LiveCallRegistry, limits: RealtimeLimits, log: Log) {
         self.database = database
         self.hub = hub
+        self.calls = calls
         self.limits = limits
         self.log = log
     }
@@ -125,12 +140,13 @@ private final class FeedState {
         do {
             switch command {
             case .join(let connection, let subscriber, let since): try await join(connection, subscriber, since: since)
-            case .leave(let connection): leave(connection)
+            case .leave(let connection): await leave(connection)
             case .poke(let companyID): try await deliver(companyID: companyID)
             case .pokeAll: for companyID in companies.keys { try await deliver(companyID: companyID) }
             case .checkSessions: try await checkSessions()
-            case .endSession(let sessionID): close(sessions: [sessionID])
-            case .received(let connection, let text): received(connection, text)
+            case .endSession(let sessionID): await close(sessions: [sessionID])
+            case .received(let connection, let text): await received(connection, text)
+            case .call(let directives): try await perform(directives)
             case .count(let reply): reply.resume(returning: companyOf.count)
             }
         } catch {
@@ -178,13 +194,22 @@ private final class FeedState {
         }
         companies[companyID]!.members[key] = member
         companyOf[key] = companyID
+        if let peer = member.peer { try await perform(await calls.participantJoined(peer)) }
     }
 
-    func leave(_ connection: WebSocketConnection) {
+    func leave(_ connection: WebSocketConnection) async {
         let key = ObjectIdentifier(connection)
         guard let companyID = companyOf.removeValue(forKey: key) else { return }
-        companies[companyID]?.members.removeValue(forKey: key)
+        let peer = companies[companyID]?.members.removeValue(forKey: key)?.peer
         if companies[companyID]?.members.isEmpty == true { companies.removeValue(forKey: companyID) }
+        // The call hears of a participant leaving only when its last socket closed.
+        if let peer, sockets(of: peer).isEmpty {
+            try? await perform(await calls.participantLeft(peer))
+        }
+    }
+
+    func sockets(of peer: CallPeer) -> [Member] {
+        companies.values.flatMap(\.members.values).filter { $0.peer == peer }
     }
 
     // MARK: Live delivery
@@ -213,7 +238,73 @@ private final class FeedState {
                 after = event.seq
             }
             companies[companyID] = current
+            for event in events { try await followCall(event) }
             if events.count < 500 { return }
+        }
+    }
+
+    // MARK: Video calls
+
+    /// Opens the call when a device answers and ends it when the visit closes.
+    func followCall(_ event: EventRecord) async throws {
+        guard let visitID = event.visitID else { return }
+        switch event.type {
+        case "visit.answered":
+            guard let userID = event.data["by"]?["id"]?.stringValue else { return }
+            let peer = CallPeer.resident(userID: userID, deviceID: event.data["device_id"]?.stringValue ?? "default")
+            do {
+                try await perform(try await calls.start(visitID: visitID, resident: peer, residentPresent: !sockets(of: peer).isEmpty))
+            } catch {
+                log.warning("call not started", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
+            }
+        case "visit.resolved", "visit.cancelled", "visit.expired":
+            try await perform(await calls.close(visitID: visitID))
+        default:
+            break
+        }
+    }
+
+    func perform(_ directives: [CallDirective]) async throws {
+        for directive in directives {
+            switch directive {
+            case .send(let frame, let peer):
+                let data = (try? JSONDecoder().decode(JSONValue.self, from: Data(frame.encodedData()))) ?? .object([:])
+                for member in sockets(of: peer) {
+                    member.connection.send(text: JSONValue.object([
+                        "type": .string(frame.type), "seq": .number(Double(member.lastDelivered)), "data": data,
+                    ]).jsonText)
+                }
+            case .record(let record):
+                try await recordAttempt(record)
+            }
+        }
+    }
+
+    /// Calls land in the visit's attempts timeline.
+    func recordAttempt(_ record: CallTimelineRecord) async throws {
+        let at = Date()
+        switch record.entry {
+        case .started(let visitID, let resident):
+            guard case .resident(let userID, let deviceID) = resident else { return }
+            try await database.write { db in
+                try db.execute("""
+                    INSERT INTO visit_attempts (visit_id, kind, user_id, device_id, channel, created_at) VALUES (?, ?, ?, ?, 'call', ?)
+                    """, .text(visitID), .text(AttemptKind.callStarted.rawValue), .text(userID), .text(deviceID), .date(at))
+            }
+        case .connected(let visitID):
+            try await database.write { db in
+                try db.execute("INSERT INTO visit_attempts (visit_id, kind, channel, created_at) VALUES (?, ?, 'call', ?)",
+                               .text(visitID), .text(AttemptKind.callConnected.rawValue), .date(at))
+            }
+        case .ended(let visitID, let reason, let endedBy, let wasConnected):
+            var detail = "\(reason)"
+            if let endedBy { detail += " by \(endedBy)" }
+            if wasConnected, let length = record.connectedFor { detail += " after \(length.components.seconds)s" }
+            let text = detail
+            try await database.write { db in
+                try db.execute("INSERT INTO visit_attempts (visit_id, kind, channel, detail, created_at) VALUES (?, ?, 'call', ?, ?)",
+                               .text(visitID), .text(AttemptKind.callEnded.rawValue), .text(text), .date(at))
+            }
         }
     }
 
@@ -235,22 +326,22 @@ private final class FeedState {
             }
             ended.formUnion(Set(chunk).subtracting(live))
         }
-        close(sessions: ended)
+        await close(sessions: ended)
     }
 
-    func close(sessions ended: Set<String>) {
+    func close(sessions ended: Set<String>) async {
         guard !ended.isEmpty else { return }
         for company in companies.values {
             for member in company.members.values where member.subscriber.sessionID.map(ended.contains) == true {
                 member.connection.close(code: .policyViolation, reason: "session ended")
-                leave(member.connection)
+                await leave(member.connection)
             }
         }
     }
 
     // MARK: Messages from clients
 
-    func received(_ connection: WebSocketConnection, _ text: String) {
+    func received(_ connection: WebSocketConnection, _ text: String) async {
         guard let data = text.data(using: .utf8),
               let message = try? JSONCoding.decoder().decode(JSONValue.self, from: data),
               let type = message["type"]?.stringValue else {
@@ -260,6 +351,14 @@ private final class FeedState {
         switch type {
         case "ping":
             connection.send(text: JSONValue.object(["type": .string("pong")]).jsonText)
+        case _ where CallMessageType.isCallFrame(type):
+            let key = ObjectIdentifier(connection)
+            guard let companyID = companyOf[key], let peer = companies[companyID]?.members[key]?.peer else {
+                connection.send(text: Self.error("CALL_NOT_FOUND", "this socket is not part of a call"))
+                return
+            }
+            let data = Array((message["data"] ?? .object([:])).jsonText.utf8)
+            try? await perform(await calls.receive(type: type, data: data, from: peer))
         default:
             connection.send(text: Self.error("UNKNOWN_TYPE", "unknown message type \(type.prefix(40))"))
         }

@@ -81,7 +81,7 @@ struct RealtimeRoutes {
             }
             // Validate the handshake before spending a ticket on a request that cannot upgrade.
             _ = try WebSocketRequest.acceptValue(for: request)
-            let subscriber: Subscriber
+            var subscriber: Subscriber
             if let ticket = request.query["ticket"] {
                 subscriber = try await routes.subscriber(forTicket: ticket)
             } else if request.header("authorization") != nil {
@@ -89,10 +89,15 @@ struct RealtimeRoutes {
             } else {
                 throw HTTPError.unauthorized("send Authorization: Bearer … or ?ticket= from POST /v1/realtime/tickets")
             }
+            if let device = request.query["device_id"] {
+                try require(!device.isEmpty && device.utf8.count <= 128, field: "device_id", "device_id must have 1–128 characters")
+                subscriber.deviceID = device
+            }
+            let joined = subscriber
             let feed = routes.feed
             let resumeAfter = since
             return try routes.hub.upgrade(request, handlers: .init(
-                onOpen: { connection in feed.join(connection, subscriber, since: resumeAfter) },
+                onOpen: { connection in feed.join(connection, joined, since: resumeAfter) },
                 onText: { connection, text in feed.received(connection, text) },
                 onClose: { connection, _, _ in feed.leave(connection) }))
         }

@@ -20,6 +20,17 @@ public struct Subscriber: Sendable, Equatable {
     public var sessionID: String?
     /// Device and push-health changes are for `admin.push_health` holders only.
     public var seesPushHealth: Bool
+    /// The app installation behind the socket (`?device_id=`), so a call reaches the one
+    /// device that answered. Sockets without one share the user's "default" device.
+    public var deviceID: String?
+
+    /// Who this socket is in a video call.
+    public var callPeer: CallPeer? {
+        switch role {
+        case .visitor(let visitID): return .visitor(visitID: visitID)
+        case .resident, .companyWide: return userID.map { .resident(userID: $0, deviceID: deviceID ?? "default") }
+        }
+    }
 
     public init(companyID: String, role: Role, userID: String? = nil, sessionID: String? = nil, seesPushHealth: Bool = false) {
         self.companyID = companyID

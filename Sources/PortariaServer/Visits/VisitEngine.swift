@@ -52,7 +52,9 @@ enum VisitEngine {
                 answered = (by, at)
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .answer, user: by, deviceID: source.deviceID,
                                              channel: source.channel, at: at)
-                pending.append(PendingEvent(type: "visit.answered", data: ["by": person(by)]))
+                // The device lets the realtime layer open the call with that one device.
+                pending.append(PendingEvent(type: "visit.answered",
+                                            data: ["by": person(by), "device_id": source.deviceID.map(JSONValue.string) ?? .null]))
             case .recordDecline(let by):
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .decline, user: by, deviceID: source.deviceID,
                                              channel: source.channel, at: at)
