@@ -106,9 +106,9 @@ struct StaticFiles: Sendable {
             }
             return try files.serve(section: section, ["index.html"])
         }
-        router.get("/\(section)/{file}") { request in try files.serve(section: section, [try request.parameter("file")]) }
-        router.get("/\(section)/{folder}/{file}") { request in
-            try files.serve(section: section, [try request.parameter("folder"), try request.parameter("file")])
+        router.get("/\(section)/{first}") { request in try files.serve(section: section, [try request.parameter("first")]) }
+        router.get("/\(section)/{first}/{second}") { request in
+            try files.serve(section: section, [try request.parameter("first"), try request.parameter("second")])
         }
     }
 

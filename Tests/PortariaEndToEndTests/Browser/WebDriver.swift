@@ -8,8 +8,9 @@ import Glibc
 
 // A small W3C WebDriver client for the browser tests: it starts Debian's `chromedriver`
 // on a free loopback port, opens one headless Chromium session (fake camera and
-// microphone, no network but loopback) and speaks the protocol's JSON over HTTP with
-// URLSession. `close()` always ends the session and kills chromedriver and any Chromium
+// microphone, no network but loopback) and speaks the protocol's JSON over HTTP/1.1 on
+// the harness's raw loopback connections (FoundationNetworking rejects chromedriver's
+// header lines, which have no space after the colon: "Failed writing header"). `close()` always ends the session and kills chromedriver and any Chromium
 // of this session's profile, by process id.
 
 /// Where Chromium and chromedriver are (`PORTARIA_CHROMIUM`, `PORTARIA_CHROMEDRIVER`, else PATH).
@@ -56,14 +57,12 @@ final class WebDriver: @unchecked Sendable {
     let port: UInt16
     let sessionID: String
     let profile: URL
-    private let session: URLSession
 
-    private init(driver: Process, port: UInt16, sessionID: String, profile: URL, session: URLSession) {
+    private init(driver: Process, port: UInt16, sessionID: String, profile: URL) {
         self.driver = driver
         self.port = port
         self.sessionID = sessionID
         self.profile = profile
-        self.session = session
     }
 
     /// A free loopback port (bound then released; chromedriver binds it right after).
@@ -91,10 +90,6 @@ final class WebDriver: @unchecked Sendable {
             throw HarnessError("chromium or chromedriver is not installed")
         }
         let profile = try makeTemporaryDirectory("chromium")
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 60
-        configuration.connectionProxyDictionary = [:]
-        let session = URLSession(configuration: configuration)
 
         var lastError: Error = HarnessError("chromedriver did not start")
         for _ in 0..<3 {
@@ -107,24 +102,29 @@ final class WebDriver: @unchecked Sendable {
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            let base = URL(string: "http://127.0.0.1:\(port)")!
+            var problem = "no answer"
             let ready = await eventually(within: .seconds(15), every: .milliseconds(50)) {
                 guard process.isRunning else { return true }
-                var request = URLRequest(url: base.appendingPathComponent("status"))
-                request.timeoutInterval = 2
-                guard let (data, _) = try? await session.data(for: request),
-                      let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                      let value = object["value"] as? [String: Any] else { return false }
-                return value["ready"] as? Bool == true
+                do {
+                    let value = try await Self.send(port: port, "GET", "/status", nil, timeout: .seconds(2))
+                    guard let object = value as? [String: Any] else {
+                        problem = "unexpected /status: \(String(describing: value))"
+                        return false
+                    }
+                    return object["ready"] as? Bool == true
+                } catch {
+                    problem = "\(error)"
+                    return false
+                }
             }
             guard ready, process.isRunning else {
                 Self.terminate(process)
-                lastError = HarnessError("chromedriver did not become ready on port \(port)")
+                lastError = HarnessError("chromedriver did not become ready on port \(port) (\(problem))")
                 continue
             }
             do {
-                let sessionID = try await Self.newSession(session: session, base: base, chromium: chromium, profile: profile)
-                return WebDriver(driver: process, port: port, sessionID: sessionID, profile: profile, session: session)
+                let sessionID = try await Self.newSession(port: port, chromium: chromium, profile: profile)
+                return WebDriver(driver: process, port: port, sessionID: sessionID, profile: profile)
             } catch {
                 lastError = error
                 Self.terminate(process)
@@ -135,7 +135,7 @@ final class WebDriver: @unchecked Sendable {
         throw lastError
     }
 
-    private static func newSession(session: URLSession, base: URL, chromium: String, profile: URL) async throws -> String {
+    private static func newSession(port: UInt16, chromium: String, profile: URL) async throws -> String {
         let arguments = [
             "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
             "--user-data-dir=\(profile.appendingPathComponent("profile").path)",
@@ -163,31 +163,43 @@ final class WebDriver: @unchecked Sendable {
                 ] as [String: Any],
             ],
         ]
-        let value = try await send(session: session, "POST", base.appendingPathComponent("session"), capabilities)
+        let value = try await send(port: port, "POST", "/session", capabilities, timeout: .seconds(60))
         guard let object = value as? [String: Any], let id = object["sessionId"] as? String else {
             throw HarnessError("no sessionId in the new-session answer: \(String(describing: value))")
         }
         return id
     }
 
-    private static func send(session: URLSession, _ method: String, _ url: URL, _ body: Any?) async throws -> Any? {
-        var request = URLRequest(url: url)
-        request.httpMethod = method
+    /// One WebDriver request on a fresh loopback connection; returns the answer's `value`.
+    private static func send(port: UInt16, _ method: String, _ path: String, _ body: Any?,
+                             timeout: Duration = .seconds(30)) async throws -> Any? {
+        var payload: [UInt8] = []
         if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
-            request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
+            payload = Array(try JSONSerialization.data(withJSONObject: body))
         } else if method == "POST" {
-            request.httpBody = Data("{}".utf8)
-            request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
+            payload = Array("{}".utf8)
         }
-        let (data, response) = try await session.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let object = data.isEmpty ? nil : try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        if !payload.isEmpty || method == "POST" {
+            head += "Content-Type: application/json; charset=utf-8\r\nContent-Length: \(payload.count)\r\n"
+        }
+        let bytes = Array((head + "\r\n").utf8) + payload
+        let response = try await offload { () -> RawResponse in
+            let connection = try RawConnection(port: port)
+            defer { connection.close() }
+            try connection.send(bytes)
+            guard let response = try connection.readResponse(timeout: timeout) else {
+                throw HarnessError("chromedriver closed the connection on \(method) \(path)")
+            }
+            return response
+        }
+        let object = response.body.isEmpty ? nil
+            : try? JSONSerialization.jsonObject(with: Data(response.body), options: [.fragmentsAllowed])
         let value = (object as? [String: Any])?["value"]
-        if status != 200 {
+        if response.status != 200 {
             let details = value as? [String: Any]
-            throw WebDriverError(error: details?["error"] as? String ?? "HTTP \(status)",
-                                 message: details?["message"] as? String ?? String(decoding: data.prefix(500), as: UTF8.self))
+            throw WebDriverError(error: details?["error"] as? String ?? "HTTP \(response.status)",
+                                 message: details?["message"] as? String ?? String(response.text.prefix(500)))
         }
         return value is NSNull ? nil : value
     }
@@ -196,8 +208,7 @@ final class WebDriver: @unchecked Sendable {
 
     @discardableResult
     func command(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
-        let url = URL(string: "http://127.0.0.1:\(port)/session/\(sessionID)\(path)")!
-        return try await Self.send(session: session, method, url, body)
+        try await Self.send(port: port, method, "/session/\(sessionID)\(path)", body)
     }
 
     func navigate(_ url: String) async throws {
@@ -216,7 +227,7 @@ final class WebDriver: @unchecked Sendable {
         try await command("POST", "/goog/cdp/execute", ["cmd": name, "params": parameters])
     }
 
-    static let elementKey = "element-6066-11e4-a07c-4dbb5d7d1cea"
+    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
 
     func find(css selector: String) async throws -> String {
         try await find(using: "css selector", selector)
@@ -229,7 +240,7 @@ final class WebDriver: @unchecked Sendable {
     private func find(using strategy: String, _ selector: String) async throws -> String {
         let value = try await command("POST", "/element", ["using": strategy, "value": selector])
         guard let object = value as? [String: Any], let id = object[Self.elementKey] as? String else {
-            throw HarnessError("no element for \(selector)")
+            throw HarnessError("no element for \(selector): \(String(describing: value))")
         }
         return id
     }

@@ -126,9 +126,14 @@ export class VisitFollower {
       return;
     }
     const data = frame.data || {};
-    if (frame.type.startsWith("visit.") && typeof data.status === "string") {
-      this.report({ status: data.status, action: data.action });
+    if (!frame.type.startsWith("visit.") || typeof data.status !== "string") return;
+    if (data.status === "resolved" && !data.action) {
+      // A side event of the resolution (e.g. ring_cancelled) names the status but not
+      // the decision; the visit.resolved frame or the REST state carries it.
+      this.refresh();
+      return;
     }
+    this.report({ status: data.status, action: data.action });
   }
 
   /** The socket failed: poll meanwhile and try again later, backing off to 15 s. */
