@@ -57,6 +57,8 @@ struct GateBrowserTests {
                     try await browser.execute("const i = document.getElementById('photo-image'); return !document.getElementById('photo-preview').hidden && i.complete && i.naturalWidth > 0") as? Bool == true
                 }
 
+                await browser.screenshot("gate-form")
+
                 // Ring, and the page follows the call over the realtime socket.
                 try await browser.click(css: "#ring")
                 try await browser.waitForText("#visit-state", containing: "Chamando")
@@ -66,6 +68,7 @@ struct GateBrowserTests {
                 let summary = try await browser.visibleText("#visit-summary") ?? ""
                 #expect(summary.contains("Entrega Mercado Livre"), "\(summary)")
                 #expect(summary.contains("A-101"), "\(summary)")
+                await browser.screenshot("gate-ringing")
 
                 // The server has the visit, its geofence and (once uploaded) the photo.
                 let maria = try await RealtimeTests.login(server, "maria")
@@ -100,6 +103,7 @@ struct GateBrowserTests {
                                                         body: Array(#"{"action":"authorize"}"#.utf8))
                 #expect(resolved.status == 200, "\(resolved.text)")
                 try await browser.waitForText("#visit-state", containing: "Autorizado — pode entrar", within: .seconds(10))
+                await browser.screenshot("gate-authorized")
                 #expect(try await browser.visibleText("#visit-new") != nil, "a new call can be made")
                 #expect(try await browser.visibleText("#visit-cancel") == nil, "nothing to cancel any more")
             }
@@ -120,6 +124,7 @@ struct GateBrowserTests {
                 try await browser.type(try await browser.find(css: "#name"), "Rafael")
                 try await browser.click(css: "#ring")
                 let message = try await browser.waitForText("#form-error", containing: "Muitas chamadas")
+                await browser.screenshot("gate-rate-limited")
                 #expect(message == "Muitas chamadas; aguarde um minuto.")
                 #expect(try await browser.visibleText("#view-form") != nil, "the form stays, ready for another try")
             }
@@ -134,6 +139,7 @@ struct GateBrowserTests {
                 try await browser.waitForText("#fatal-title", containing: "Portão não encontrado")
                 let message = try await browser.visibleText("#fatal-message") ?? ""
                 #expect(message.contains("QR code"), "\(message)")
+                await browser.screenshot("gate-unknown")
                 #expect(try await browser.visibleText("#view-form") == nil)
 
                 try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")

@@ -307,6 +307,16 @@ final class WebDriver: @unchecked Sendable {
         return seen
     }
 
+    /// Saves a PNG of the viewport as `name.png` in `PORTARIA_SCREENSHOT_DIR`, when set
+    /// (to look at the page as a phone shows it; tests never depend on it).
+    func screenshot(_ name: String) async {
+        guard let directory = ProcessInfo.processInfo.environment["PORTARIA_SCREENSHOT_DIR"], !directory.isEmpty,
+              let encoded = try? await command("GET", "/screenshot") as? String,
+              let data = Data(base64Encoded: encoded) else { return }
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try? data.write(to: URL(fileURLWithPath: directory).appendingPathComponent("\(name).png"))
+    }
+
     /// The browser console so far (for failure messages).
     func consoleLog() async -> String {
         guard let entries = try? await command("POST", "/se/log", ["type": "browser"]) as? [[String: Any]] else { return "" }

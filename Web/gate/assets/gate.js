@@ -189,6 +189,7 @@ async function ring(event) {
     created = await request("POST", `/v1/gates/${encodeURIComponent(gateToken)}/visits`, { body, what: "chamada" });
   } catch (error) {
     showError("form-error", error.message);
+    $("form-error").scrollIntoView({ block: "center", behavior: "smooth" });
     return;
   } finally {
     button.disabled = false;
