@@ -175,7 +175,12 @@ function render(listID, visits, seen) {
       item.dataset.id = visit.id;
     }
     // An item whose resolve is in flight keeps its buttons until the answer comes.
-    if (item.dataset.busy !== "1") fillVisit(item, visit);
+    // Only a changed visit is redrawn, so focus and a half-done tap survive a refresh.
+    const signature = `${visit.status}|${visit.updated_at}|${!!visit.photo}|${(notes.get(visit.id) || {}).text || ""}`;
+    if (item.dataset.busy !== "1" && item.dataset.signature !== signature) {
+      fillVisit(item, visit);
+      item.dataset.signature = signature;
+    }
     list.appendChild(item);
   }
 }

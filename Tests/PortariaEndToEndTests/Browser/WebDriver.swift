@@ -263,7 +263,15 @@ final class WebDriver: @unchecked Sendable {
             try await self.execute("const e = document.querySelector(arguments[0]); return !!e && e.offsetParent !== null && !e.disabled;",
                                    [selector]) as? Bool == true
         }
-        try await click(try await find(css: selector))
+        // The page may redraw between finding and clicking: find it again then.
+        for attempt in 1...3 {
+            do {
+                try await click(try await find(css: selector))
+                return
+            } catch let error as WebDriverError where error.error == "stale element reference" && attempt < 3 {
+                continue
+            }
+        }
     }
 
     /// The trimmed text of the first element matching `selector`, or nil when there is none or it is hidden.
