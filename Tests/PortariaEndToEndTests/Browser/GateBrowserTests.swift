@@ -152,4 +152,47 @@ struct GateBrowserTests {
             }
         }
     }
+
+    @Test("Nobody answers: the visitor records a voice message (Chromium's fake microphone) and it reaches the server")
+    func unansweredVisitLeavesAVoiceMessage() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            // A-101 rings for 10 s only (the shortest window the settings allow).
+            let maria = try await RealtimeTests.login(server, "maria")
+            let headers = [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)]
+            let gate = try await server.request("GET", "/v1/gates/demo-gate").json()
+            let unit = try #require((gate["units"] as? [[String: Any]])?.first { $0["label"] as? String == "A-101" }?["id"] as? String)
+            var settings = try #require(try await server.request("GET", "/v1/units/\(unit)/settings", headers: headers).json()["settings"] as? [String: Any])
+            settings["ring_step_seconds"] = 5
+            settings["ring_window_seconds"] = 10
+            let updated = try await server.request("PUT", "/v1/units/\(unit)/settings", headers: headers + [("Content-Type", "application/json")],
+                                                   body: Array(try JSONSerialization.data(withJSONObject: settings)))
+            try #require(updated.status == 200, "\(updated.text)")
+
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+                try await browser.waitFor("the unit list") {
+                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+                }
+                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
+                try await browser.type(try await browser.find(css: "#name"), "Visitante Sem Resposta")
+                try await browser.click(css: "#ring")
+                try await browser.waitForText("#visit-state", containing: "Chamando")
+                try await browser.waitForText("#visit-state", containing: "Ninguém atendeu — deixe um recado", within: .seconds(30))
+
+                try await browser.click(css: "#voice-record")
+                try await browser.waitFor("two seconds of recording") {
+                    Int(try await browser.visibleText("#voice-timer") ?? "") ?? 0 >= 2
+                }
+                try await browser.click(css: "#voice-stop")
+                try await browser.click(css: "#voice-send")
+                try await browser.waitForText("#voice-status", containing: "Recado enviado")
+                await browser.screenshot("gate-voice-sent")
+            }
+
+            let pending = try await server.request("GET", "/v1/visits?status=pending", headers: headers).json()
+            let visit = try #require((pending["visits"] as? [[String: Any]])?.first { $0["visitor_name"] as? String == "Visitante Sem Resposta" })
+            let voice = try #require(visit["voice_message"] as? [String: Any], "the pendência has its recado")
+            #expect((voice["content_type"] as? String)?.hasPrefix("audio/") == true, "\(voice)")
+        }
+    }
 }
