@@ -50,6 +50,7 @@ public final class Application: Sendable {
         CallRoutes(iceServers: iceServers, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
+        StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)
         if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }
         var visitsConfiguration = VisitsConfiguration()
         visitsConfiguration.gateLimit = configuration.gateLimit

@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var benchRoutes = false
     /// Where `docs/openapi.yaml` is read from for `GET /v1/openapi.yaml`.
     public var openAPIPath: String?
+    /// Where the static pages (`Web/`) are read from.
+    public var webDirectory: String?
 
     public init() {}
 
@@ -58,6 +60,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
+        OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
     ]
 
@@ -95,6 +98,7 @@ public struct ServerConfiguration: Sendable {
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.openAPIPath = options.value("openapi-file")
+        configuration.webDirectory = options.value("web-dir")
         configuration.benchRoutes = options.flag("enable-bench-routes")
         let apns = [configuration.apnsKeyFile, configuration.apnsKeyID, configuration.apnsTeamID, configuration.apnsTopic]
         if apns.contains(where: { $0 != nil }) && apns.contains(where: { $0 == nil }) {

@@ -1,0 +1,198 @@
+import Foundation
+import PortariaCore
+import Testing
+
+/// The gate page (`Web/gate/`) in a real headless Chromium driven over WebDriver, against
+/// the real `portaria serve --demo`. Skipped only when chromium or chromedriver is not
+/// installed (CI installs both through scripts/bootstrap).
+@Suite("Gate page in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+struct GateBrowserTests {
+    /// The demo company's gate (DemoData): where the visitor "stands" in the delivery test.
+    static let gate = (lat: -23.561684, lon: -46.655981)
+
+    func json(_ response: RawResponse) throws -> [String: Any] { try response.json() }
+
+    /// Grants geolocation to the page's origin and places the browser at `lat, lon`.
+    func placeBrowser(_ browser: WebDriver, origin: String, lat: Double, lon: Double, accuracy: Double) async throws {
+        try await browser.cdp("Browser.grantPermissions", ["origin": origin, "permissions": ["geolocation"]])
+        try await browser.cdp("Emulation.setGeolocationOverride", ["latitude": lat, "longitude": lon, "accuracy": accuracy])
+    }
+
+    @Test("A courier rings A-101 with a photo and location; Maria authorizes and the page shows it live")
+    func deliveryWithPhotoAndLocationFollowedLive() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            try await WebDriver.with { browser in
+                let origin = "http://127.0.0.1:\(server.port)"
+                try await browser.navigate("\(origin)/gate/demo-gate")
+                try await placeBrowser(browser, origin: origin, lat: Self.gate.lat, lon: Self.gate.lon, accuracy: 12)
+
+                // The gate: company name and the units, never a resident's name.
+                try await browser.waitForText("#company", containing: "Residencial Demo")
+                try await browser.waitFor("the unit list") {
+                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+                }
+                let labels = try await browser.execute(
+                    "return Array.from(document.querySelectorAll('#unit option')).slice(1).map(o => o.textContent)") as? [String]
+                #expect(labels == ["A-101", "A-102", "B-201"])
+                let pageText = try await browser.execute("return document.body.innerText") as? String ?? ""
+                for resident in ["Maria", "João", "Ana", "Souza", "Lima"] {
+                    #expect(!pageText.contains(resident), "the gate page shows a resident's name: \(resident)")
+                }
+
+                // The form: unit, name, delivery by Mercado Livre.
+                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
+                try await browser.type(try await browser.find(css: "#name"), "Entregador Teste")
+                try await browser.click(css: "label[for=kind-delivery]")
+                try await browser.waitFor("the carrier select") { try await browser.visibleText("#carrier") != nil }
+                try await browser.click(try await browser.find(xpath: "//select[@id='carrier']/option[text()='Mercado Livre']"))
+
+                // Location, with its accuracy.
+                try await browser.click(css: "#location-button")
+                try await browser.waitForText("#location-status", containing: "precisão de 12 m")
+
+                // Camera (Chromium's fake device) → snapshot.
+                try await browser.click(css: "#camera-open")
+                try await browser.click(css: "#camera-shoot")
+                try await browser.waitFor("the photo preview") {
+                    try await browser.execute("const i = document.getElementById('photo-image'); return !document.getElementById('photo-preview').hidden && i.complete && i.naturalWidth > 0") as? Bool == true
+                }
+
+                await browser.screenshot("gate-form")
+
+                // Ring, and the page follows the call over the realtime socket.
+                try await browser.click(css: "#ring")
+                try await browser.waitForText("#visit-state", containing: "Chamando")
+                try await browser.waitFor("the realtime socket to be live", within: .seconds(15)) {
+                    try await browser.execute("return document.body.dataset.connection") as? String == "live"
+                }
+                let summary = try await browser.visibleText("#visit-summary") ?? ""
+                #expect(summary.contains("Entrega Mercado Livre"), "\(summary)")
+                #expect(summary.contains("A-101"), "\(summary)")
+                await browser.screenshot("gate-ringing")
+
+                // The server has the visit, its geofence and (once uploaded) the photo.
+                let maria = try await RealtimeTests.login(server, "maria")
+                let headers = [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)]
+                var visit: [String: Any] = [:]
+                try await browser.waitFor("the visit with its photo on the server") {
+                    // Still ringing, so not yet a pendência (`?status=pending` is unanswered ones).
+                    let list = try await server.request("GET", "/v1/visits", headers: headers)
+                    guard list.status == 200 else { return false }
+                    let items = try list.json()["visits"] as? [[String: Any]] ?? []
+                    guard let found = items.first(where: { $0["visitor_name"] as? String == "Entregador Teste" }) else { return false }
+                    visit = found
+                    return found["photo"] is [String: Any]
+                }
+                let id = try #require(visit["id"] as? String)
+                let detail = try json(try await server.request("GET", "/v1/visits/\(id)", headers: headers))
+                #expect(detail["kind"] as? String == "delivery")
+                #expect(detail["carrier"] as? String == "Mercado Livre")
+                #expect((detail["unit"] as? [String: Any])?["label"] as? String == "A-101")
+                let geofence = try #require(detail["geofence"] as? [String: Any])
+                #expect(geofence["status"] as? String == "at_entrance", "\(geofence)")
+                let photo = try #require(detail["photo"] as? [String: Any])
+                #expect(photo["content_type"] as? String == "image/jpeg")
+                let image = try await server.request("GET", "/v1/visits/\(id)/photo", headers: headers)
+                #expect(image.status == 200)
+                #expect(image.body.starts(with: [0xFF, 0xD8, 0xFF]), "the photo is a JPEG")
+
+                // Maria authorizes; the page shows it without a reload.
+                let resolved = try await server.request("POST", "/v1/visits/\(id)/resolve",
+                                                        headers: headers + [("Content-Type", "application/json"),
+                                                                            ("Idempotency-Key", UUID().uuidString)],
+                                                        body: Array(#"{"action":"authorize"}"#.utf8))
+                #expect(resolved.status == 200, "\(resolved.text)")
+                try await browser.waitForText("#visit-state", containing: "Autorizado — pode entrar", within: .seconds(10))
+                await browser.screenshot("gate-authorized")
+                #expect(try await browser.visibleText("#visit-new") != nil, "a new call can be made")
+                #expect(try await browser.visibleText("#visit-cancel") == nil, "nothing to cancel any more")
+            }
+        }
+    }
+
+    @Test("Too many calls: the 429 is shown in Portuguese")
+    func rateLimitIsShownInPortuguese() async throws {
+        try await TestServer.with(["--demo", "--gate-limit", "1"]) { server in
+            // The one call this address may make this minute.
+            _ = try await RealtimeTests.ring(server)
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+                try await browser.waitFor("the unit list") {
+                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+                }
+                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-102']"))
+                try await browser.type(try await browser.find(css: "#name"), "Rafael")
+                try await browser.click(css: "#ring")
+                let message = try await browser.waitForText("#form-error", containing: "Muitas chamadas")
+                await browser.screenshot("gate-rate-limited")
+                #expect(message == "Muitas chamadas; aguarde um minuto.")
+                #expect(try await browser.visibleText("#view-form") != nil, "the form stays, ready for another try")
+            }
+        }
+    }
+
+    @Test("An unknown gate token shows a clear error, and a missing unit or name is explained")
+    func unknownGateAndMissingFields() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/nao-existe")
+                try await browser.waitForText("#fatal-title", containing: "Portão não encontrado")
+                let message = try await browser.visibleText("#fatal-message") ?? ""
+                #expect(message.contains("QR code"), "\(message)")
+                await browser.screenshot("gate-unknown")
+                #expect(try await browser.visibleText("#view-form") == nil)
+
+                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+                try await browser.waitForText("#company", containing: "Residencial Demo")
+                try await browser.click(css: "#ring")
+                try await browser.waitForText("#form-error", containing: "Escolha a unidade")
+                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='B-201']"))
+                try await browser.click(css: "#ring")
+                try await browser.waitForText("#form-error", containing: "Informe seu nome")
+            }
+        }
+    }
+
+    @Test("Nobody answers: the visitor records a voice message (Chromium's fake microphone) and it reaches the server")
+    func unansweredVisitLeavesAVoiceMessage() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            // A-101 rings for 10 s only (the shortest window the settings allow).
+            let maria = try await RealtimeTests.login(server, "maria")
+            let headers = [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)]
+            let gate = try await server.request("GET", "/v1/gates/demo-gate").json()
+            let unit = try #require((gate["units"] as? [[String: Any]])?.first { $0["label"] as? String == "A-101" }?["id"] as? String)
+            var settings = try #require(try await server.request("GET", "/v1/units/\(unit)/settings", headers: headers).json()["settings"] as? [String: Any])
+            settings["ring_step_seconds"] = 5
+            settings["ring_window_seconds"] = 10
+            let updated = try await server.request("PUT", "/v1/units/\(unit)/settings", headers: headers + [("Content-Type", "application/json")],
+                                                   body: Array(try JSONSerialization.data(withJSONObject: settings)))
+            try #require(updated.status == 200, "\(updated.text)")
+
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+                try await browser.waitFor("the unit list") {
+                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+                }
+                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
+                try await browser.type(try await browser.find(css: "#name"), "Visitante Sem Resposta")
+                try await browser.click(css: "#ring")
+                try await browser.waitForText("#visit-state", containing: "Chamando")
+                try await browser.waitForText("#visit-state", containing: "Ninguém atendeu — deixe um recado", within: .seconds(30))
+
+                try await browser.click(css: "#voice-record")
+                try await browser.waitFor("two seconds of recording") {
+                    Int(try await browser.visibleText("#voice-timer") ?? "") ?? 0 >= 2
+                }
+                try await browser.click(css: "#voice-stop")
+                try await browser.click(css: "#voice-send")
+                try await browser.waitForText("#voice-status", containing: "Recado enviado")
+                await browser.screenshot("gate-voice-sent")
+            }
+
+            let pending = try await server.request("GET", "/v1/visits?status=pending", headers: headers).json()
+            let visit = try #require((pending["visits"] as? [[String: Any]])?.first { $0["visitor_name"] as? String == "Visitante Sem Resposta" })
+            let voice = try #require(visit["voice_message"] as? [String: Any], "the pendência has its recado")
+            #expect((voice["content_type"] as? String)?.hasPrefix("audio/") == true, "\(voice)")
+        }
+    }
+}

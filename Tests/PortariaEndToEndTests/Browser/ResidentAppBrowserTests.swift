@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+/// The minimal resident web client (`Web/app/`) in headless Chromium against the real
+/// `portaria serve --demo`: log in, see the visits, resolve with one tap, and the
+/// "Maria já autorizou" answer when someone else was first.
+@Suite("Resident web client in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+struct ResidentAppBrowserTests {
+    /// Rings A-101 from the demo gate as `name`; returns the visit id.
+    func ring(_ server: TestServer, name: String) async throws -> String {
+        let gate = try await server.request("GET", "/v1/gates/demo-gate")
+        let units = try #require(try gate.json()["units"] as? [[String: Any]])
+        let unit = try #require(units.first { $0["label"] as? String == "A-101" }?["id"] as? String)
+        let created = try await server.postJSON("/v1/gates/demo-gate/visits",
+                                                #"{"unit_id":"\#(unit)","kind":"visit","visitor_name":"\#(name)"}"#)
+        try #require(created.status == 201, "\(created.status) \(created.text)")
+        return try #require((try created.json()["visit"] as? [String: Any])?["id"] as? String)
+    }
+
+    @Test("Maria logs in, authorizes with one tap, and sees who was first on a visit João denied")
+    func loginResolveAndAlreadyResolved() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let first = try await ring(server, name: "Visitante Um")
+            let second = try await ring(server, name: "Visitante Dois")
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/app/")
+                try await browser.type(try await browser.find(css: "#username"), "maria")
+                try await browser.type(try await browser.find(css: "#password"), "demo1234")
+                try await browser.click(css: "#login")
+                // Maria lives in two condominiums: she picks one.
+                try await browser.waitFor("the company choice") { try await browser.visibleText("#company") != nil }
+                try await browser.click(try await browser.find(xpath: "//select[@id='company']/option[text()='Residencial Demo']"))
+                try await browser.click(css: "#login")
+                try await browser.waitForText("#title", containing: "Residencial Demo")
+                try await browser.waitFor("both visits with their buttons") {
+                    try await browser.execute("return document.querySelectorAll('li.visit button[data-action=authorize]').length") as? Int == 2
+                }
+                await browser.screenshot("app-home")
+
+                // One tap authorizes the first visit.
+                try await browser.click(css: "li.visit[data-id='\(first)'] button[data-action=authorize]")
+                try await browser.waitForText("li.visit[data-id='\(first)'] .message", containing: "Pronto")
+                let maria = try await RealtimeTests.login(server, "maria")
+                let headers = [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)]
+                let resolved = try await server.request("GET", "/v1/visits/\(first)", headers: headers).json()
+                let resolution = try #require(resolved["resolution"] as? [String: Any])
+                #expect(resolution["action"] as? String == "authorize")
+                #expect((resolution["by"] as? [String: Any])?["name"] as? String == "Maria Souza")
+
+                // João denies the second one from his phone while Maria's screen has not
+                // caught up yet (held still here, as if she were offline for a moment).
+                try await browser.execute("document.querySelector(arguments[0]).dataset.busy = '1'", ["li.visit[data-id='\(second)']"])
+                let joao = try await RealtimeTests.login(server, "joao")
+                let denied = try await server.request("POST", "/v1/visits/\(second)/resolve", headers: [
+                    ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
+                    ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
+                ], body: Array(#"{"action":"deny"}"#.utf8))
+                #expect(denied.status == 200, "\(denied.text)")
+                try await browser.click(css: "li.visit[data-id='\(second)'] button[data-action=authorize]")
+                let message = try await browser.waitForText("li.visit[data-id='\(second)'] .message", containing: "já negou")
+                #expect(message.hasPrefix("João já negou às "), "\(message)")
+                await browser.screenshot("app-already-resolved")
+            }
+        }
+    }
+}

@@ -1,0 +1,379 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// A small W3C WebDriver client for the browser tests: it starts Debian's `chromedriver`
+// on a free loopback port, opens one headless Chromium session (fake camera and
+// microphone, no network but loopback) and speaks the protocol's JSON over HTTP/1.1 on
+// the harness's raw loopback connections (FoundationNetworking rejects chromedriver's
+// header lines, which have no space after the colon: "Failed writing header"). `close()` always ends the session and kills chromedriver and any Chromium
+// of this session's profile, by process id.
+
+/// Where Chromium and chromedriver are (`PORTARIA_CHROMIUM`, `PORTARIA_CHROMEDRIVER`, else PATH).
+enum BrowserBinaries {
+    static func find(_ names: [String], environment key: String) -> String? {
+        if let path = ProcessInfo.processInfo.environment[key], !path.isEmpty {
+            return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+        }
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+            + ["/usr/bin", "/usr/lib/chromium"]
+        for directory in directories {
+            for name in names where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+                return "\(directory)/\(name)"
+            }
+        }
+        return nil
+    }
+
+    static let chromium = find(["chromium", "chromium-browser", "google-chrome"], environment: "PORTARIA_CHROMIUM")
+    static let chromedriver = find(["chromedriver"], environment: "PORTARIA_CHROMEDRIVER")
+
+    /// True when both are installed; otherwise prints why the browser tests are skipped.
+    static let available: Bool = {
+        var missing: [String] = []
+        if chromium == nil { missing.append("chromium") }
+        if chromedriver == nil { missing.append("chromedriver (Debian: chromium-driver)") }
+        if !missing.isEmpty {
+            print("Browser tests skipped: \(missing.joined(separator: " and ")) not found on PATH "
+                  + "(scripts/bootstrap installs them; or set PORTARIA_CHROMIUM / PORTARIA_CHROMEDRIVER).")
+        }
+        return missing.isEmpty
+    }()
+}
+
+struct WebDriverError: Error, CustomStringConvertible {
+    var error: String
+    var message: String
+    var description: String { "WebDriver \(error): \(message)" }
+}
+
+/// One chromedriver process with one browser session.
+final class WebDriver: @unchecked Sendable {
+    let driver: Process
+    let port: UInt16
+    let sessionID: String
+    let profile: URL
+
+    private init(driver: Process, port: UInt16, sessionID: String, profile: URL) {
+        self.driver = driver
+        self.port = port
+        self.sessionID = sessionID
+        self.profile = profile
+    }
+
+    /// A free loopback port (bound then released; chromedriver binds it right after).
+    static func freePort() throws -> UInt16 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw HarnessError("socket failed") }
+        defer { Glibc.close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw HarnessError("bind failed") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Starts chromedriver and a headless Chromium session sized like a cheap phone.
+    static func start() async throws -> WebDriver {
+        guard let chromedriver = BrowserBinaries.chromedriver, let chromium = BrowserBinaries.chromium else {
+            throw HarnessError("chromium or chromedriver is not installed")
+        }
+        let profile = try makeTemporaryDirectory("chromium")
+
+        var lastError: Error = HarnessError("chromedriver did not start")
+        for _ in 0..<3 {
+            let port = try freePort()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: chromedriver)
+            process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-level=WARNING",
+                                 "--log-path=\(profile.appendingPathComponent("chromedriver.log").path)"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            var problem = "no answer"
+            let ready = await eventually(within: .seconds(15), every: .milliseconds(50)) {
+                guard process.isRunning else { return true }
+                do {
+                    let value = try await Self.send(port: port, "GET", "/status", nil, timeout: .seconds(2))
+                    guard let object = value as? [String: Any] else {
+                        problem = "unexpected /status: \(String(describing: value))"
+                        return false
+                    }
+                    return object["ready"] as? Bool == true
+                } catch {
+                    problem = "\(error)"
+                    return false
+                }
+            }
+            guard ready, process.isRunning else {
+                Self.terminate(process)
+                lastError = HarnessError("chromedriver did not become ready on port \(port) (\(problem))")
+                continue
+            }
+            do {
+                let sessionID = try await Self.newSession(port: port, chromium: chromium, profile: profile)
+                return WebDriver(driver: process, port: port, sessionID: sessionID, profile: profile)
+            } catch {
+                lastError = error
+                Self.terminate(process)
+                Self.killBrowsers(profile: profile)
+            }
+        }
+        try? FileManager.default.removeItem(at: profile)
+        throw lastError
+    }
+
+    private static func newSession(port: UInt16, chromium: String, profile: URL) async throws -> String {
+        let arguments = [
+            "--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+            "--user-data-dir=\(profile.appendingPathComponent("profile").path)",
+            "--window-size=412,915", "--lang=pt-BR",
+            // Camera and microphone: Chromium's synthetic devices, permission granted.
+            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            // Nothing leaves the machine: every non-loopback host resolves to nothing and
+            // any connection would go to a dead proxy; Chromium's own background traffic is off.
+            "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+            "--proxy-server=http://127.0.0.1:9",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-domain-reliability", "--disable-client-side-phishing-detection", "--no-pings",
+            "--disable-default-apps", "--disable-extensions", "--no-first-run", "--no-default-browser-check",
+            "--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication",
+            "--metrics-recording-only", "--password-store=basic", "--use-mock-keychain",
+        ]
+        let capabilities: [String: Any] = [
+            "capabilities": [
+                "alwaysMatch": [
+                    "browserName": "chrome",
+                    "pageLoadStrategy": "normal",
+                    "goog:chromeOptions": ["binary": chromium, "args": arguments],
+                    "goog:loggingPrefs": ["browser": "ALL"],
+                    "timeouts": ["implicit": 0, "pageLoad": 30000, "script": 30000],
+                ] as [String: Any],
+            ],
+        ]
+        let value = try await send(port: port, "POST", "/session", capabilities, timeout: .seconds(60))
+        guard let object = value as? [String: Any], let id = object["sessionId"] as? String else {
+            throw HarnessError("no sessionId in the new-session answer: \(String(describing: value))")
+        }
+        return id
+    }
+
+    /// One WebDriver request on a fresh loopback connection; returns the answer's `value`.
+    private static func send(port: UInt16, _ method: String, _ path: String, _ body: Any?,
+                             timeout: Duration = .seconds(30)) async throws -> Any? {
+        var payload: [UInt8] = []
+        if let body {
+            payload = Array(try JSONSerialization.data(withJSONObject: body))
+        } else if method == "POST" {
+            payload = Array("{}".utf8)
+        }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        if !payload.isEmpty || method == "POST" {
+            head += "Content-Type: application/json; charset=utf-8\r\nContent-Length: \(payload.count)\r\n"
+        }
+        let bytes = Array((head + "\r\n").utf8) + payload
+        let response = try await offload { () -> RawResponse in
+            let connection = try RawConnection(port: port)
+            defer { connection.close() }
+            try connection.send(bytes)
+            guard let response = try connection.readResponse(timeout: timeout) else {
+                throw HarnessError("chromedriver closed the connection on \(method) \(path)")
+            }
+            return response
+        }
+        let object = response.body.isEmpty ? nil
+            : try? JSONSerialization.jsonObject(with: Data(response.body), options: [.fragmentsAllowed])
+        let value = (object as? [String: Any])?["value"]
+        if response.status != 200 {
+            let details = value as? [String: Any]
+            throw WebDriverError(error: details?["error"] as? String ?? "HTTP \(response.status)",
+                                 message: details?["message"] as? String ?? String(response.text.prefix(500)))
+        }
+        return value is NSNull ? nil : value
+    }
+
+    // MARK: Commands
+
+    @discardableResult
+    func command(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
+        try await Self.send(port: port, method, "/session/\(sessionID)\(path)", body)
+    }
+
+    func navigate(_ url: String) async throws {
+        try await command("POST", "/url", ["url": url])
+    }
+
+    /// Runs a synchronous script (`return …;`) in the page and returns its value.
+    @discardableResult
+    func execute(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
+        try await command("POST", "/execute/sync", ["script": script, "args": arguments])
+    }
+
+    /// A Chrome DevTools Protocol command through chromedriver's vendor endpoint.
+    @discardableResult
+    func cdp(_ name: String, _ parameters: [String: Any] = [:]) async throws -> Any? {
+        try await command("POST", "/goog/cdp/execute", ["cmd": name, "params": parameters])
+    }
+
+    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
+
+    func find(css selector: String) async throws -> String {
+        try await find(using: "css selector", selector)
+    }
+
+    func find(xpath: String) async throws -> String {
+        try await find(using: "xpath", xpath)
+    }
+
+    private func find(using strategy: String, _ selector: String) async throws -> String {
+        let value = try await command("POST", "/element", ["using": strategy, "value": selector])
+        guard let object = value as? [String: Any], let id = object[Self.elementKey] as? String else {
+            throw HarnessError("no element for \(selector): \(String(describing: value))")
+        }
+        return id
+    }
+
+    func click(_ element: String) async throws {
+        try await command("POST", "/element/\(element)/click")
+    }
+
+    func type(_ element: String, _ text: String) async throws {
+        try await command("POST", "/element/\(element)/value", ["text": text])
+    }
+
+    func text(_ element: String) async throws -> String {
+        (try await command("GET", "/element/\(element)/text") as? String) ?? ""
+    }
+
+    /// Waits for an element to exist and be displayed, then clicks it (a real pointer click).
+    func click(css selector: String, within timeout: Duration = .seconds(10)) async throws {
+        try await waitFor("a visible \(selector)", within: timeout) {
+            try await self.execute("const e = document.querySelector(arguments[0]); return !!e && e.offsetParent !== null && !e.disabled;",
+                                   [selector]) as? Bool == true
+        }
+        // The page may redraw between finding and clicking: find it again then.
+        for attempt in 1...3 {
+            do {
+                try await click(try await find(css: selector))
+                return
+            } catch let error as WebDriverError where error.error == "stale element reference" && attempt < 3 {
+                continue
+            }
+        }
+    }
+
+    /// The trimmed text of the first element matching `selector`, or nil when there is none or it is hidden.
+    func visibleText(_ selector: String) async throws -> String? {
+        try await execute("""
+            const e = document.querySelector(arguments[0]);
+            if (!e || e.closest('[hidden]')) return null;
+            return e.textContent.trim();
+            """, [selector]) as? String
+    }
+
+    /// Polls `condition` until it holds; throws with `what` (and the page's state) at the deadline.
+    func waitFor(_ what: String, within timeout: Duration = .seconds(15), every interval: Duration = .milliseconds(100),
+                 _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        var lastError: Error?
+        while true {
+            do {
+                if try await condition() { return }
+            } catch {
+                lastError = error
+            }
+            if ContinuousClock.now >= deadline {
+                let page = (try? await execute("return document.querySelector('main')?.innerText ?? ''") as? String) ?? ""
+                throw HarnessError("timed out after \(timeout) waiting for \(what)"
+                                   + (lastError.map { " (last error: \($0))" } ?? "")
+                                   + "\n--- page ---\n\(page.prefix(1500))\n--- console ---\n\(await consoleLog())")
+            }
+            try await Task.sleep(for: interval)
+        }
+    }
+
+    /// Waits until the element's visible text contains `expected`; returns the text.
+    @discardableResult
+    func waitForText(_ selector: String, containing expected: String, within timeout: Duration = .seconds(15)) async throws -> String {
+        var seen = ""
+        try await waitFor("\(selector) to show “\(expected)”", within: timeout) {
+            seen = try await self.visibleText(selector) ?? ""
+            return seen.contains(expected)
+        }
+        return seen
+    }
+
+    /// Saves a PNG of the viewport as `name.png` in `PORTARIA_SCREENSHOT_DIR`, when set
+    /// (to look at the page as a phone shows it; tests never depend on it).
+    func screenshot(_ name: String) async {
+        guard let directory = ProcessInfo.processInfo.environment["PORTARIA_SCREENSHOT_DIR"], !directory.isEmpty,
+              let encoded = try? await command("GET", "/screenshot") as? String,
+              let data = Data(base64Encoded: encoded) else { return }
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try? data.write(to: URL(fileURLWithPath: directory).appendingPathComponent("\(name).png"))
+    }
+
+    /// The browser console so far (for failure messages).
+    func consoleLog() async -> String {
+        guard let entries = try? await command("POST", "/se/log", ["type": "browser"]) as? [[String: Any]] else { return "" }
+        return entries.map { "\($0["level"] ?? "") \($0["message"] ?? "")" }.joined(separator: "\n")
+    }
+
+    // MARK: Teardown
+
+    /// Ends the session and stops chromedriver and every Chromium process of this profile.
+    func close() async {
+        _ = try? await command("DELETE", "")
+        Self.terminate(driver)
+        Self.killBrowsers(profile: profile)
+        try? FileManager.default.removeItem(at: profile)
+    }
+
+    static func terminate(_ process: Process) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(3)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Chromium processes started with this session's profile folder (found through
+    /// /proc, killed by pid): what is left if chromedriver died before quitting it.
+    static func killBrowsers(profile: URL) {
+        let marker = "--user-data-dir=\(profile.appendingPathComponent("profile").path)"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
+        for entry in entries {
+            guard let pid = Int32(entry), pid != getpid(),
+                  let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+            let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            if arguments.contains(marker) { kill(pid, SIGKILL) }
+        }
+    }
+
+    /// Runs `body` with a fresh browser and always closes it.
+    static func with(_ body: (WebDriver) async throws -> Void) async throws {
+        let browser = try await start()
+        do {
+            try await body(browser)
+        } catch {
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
+}
