@@ -25,6 +25,8 @@ public struct ServerConfiguration: Sendable {
     public var benchRoutes = false
     /// Where `docs/openapi.yaml` is read from for `GET /v1/openapi.yaml`.
     public var openAPIPath: String?
+    /// Where the static pages (`Web/`) are read from.
+    public var webDirectory: String?
 
     public init() {}
 
@@ -52,6 +54,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
+        OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
     ]
 
@@ -86,6 +89,7 @@ public struct ServerConfiguration: Sendable {
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
         configuration.openAPIPath = options.value("openapi-file")
+        configuration.webDirectory = options.value("web-dir")
         configuration.benchRoutes = options.flag("enable-bench-routes")
         let apns = [configuration.apnsKeyFile, configuration.apnsKeyID, configuration.apnsTeamID, configuration.apnsTopic]
         if apns.contains(where: { $0 != nil }) && apns.contains(where: { $0 == nil }) {
