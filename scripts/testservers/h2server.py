@@ -7,6 +7,8 @@ connection down. Binds 127.0.0.1 only and prints `READY <port>` when listening.
 import asyncio
 import itertools
 import json
+import os
+import signal
 import ssl
 import sys
 
@@ -117,8 +119,19 @@ def serve(handler, port, cert, key, on_ready=None):
     context.set_alpn_protocols(["h2"])
     context.minimum_version = ssl.TLSVersion.TLSv1_2
 
+    async def watch_parent(parent):
+        # The test process may die without stopping us (a crash, a timeout's SIGKILL):
+        # exit when we are orphaned rather than linger on a port.
+        while os.getppid() == parent:
+            await asyncio.sleep(0.5)
+        os._exit(0)
+
     async def main():
         loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: os._exit(0))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+        asyncio.ensure_future(watch_parent(os.getppid()))
         server = await loop.create_server(lambda: Protocol(handler), "127.0.0.1", port, ssl=context)
         bound = server.sockets[0].getsockname()[1]
         if on_ready:

@@ -114,10 +114,11 @@ final class FakeServer: @unchecked Sendable {
     }
 
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
-        }
+        // Not waitUntilExit(): on Linux it spins a run loop on the calling (cooperative) thread.
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<100 where process.isRunning { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     deinit { stop() }

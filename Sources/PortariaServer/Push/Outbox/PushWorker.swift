@@ -42,7 +42,8 @@ final class WakeSignal: Sendable {
 
     func wait(timeout: Duration) async {
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
+            // Cancelled when something else woke the waiter first: then it must not signal.
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self?.signal()
         }
         await withCheckedContinuation { continuation in
