@@ -67,8 +67,8 @@ def main():
         with lock:
             record.write(json.dumps(entry) + "\n")
 
-    def google_error(request, status, message, error_code=None, headers=None, **fields):
-        error = {"code": status, "message": message, "status": STATUS_NAMES.get(status, "UNKNOWN")}
+    def google_error(request, status, text, error_code=None, headers=None, **fields):
+        error = {"code": status, "message": text, "status": STATUS_NAMES.get(status, "UNKNOWN")}
         if error_code:
             error["details"] = [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": error_code}]
         log(request, status, note=error_code or error["status"], **fields)

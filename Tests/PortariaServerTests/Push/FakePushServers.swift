@@ -207,3 +207,12 @@ func waitForJobs(_ database: any SQLDatabase, _ ids: [String], in statuses: Set<
         try await Task.sleep(for: .milliseconds(20))
     }
 }
+
+/// Waits until the sink saw `count` attempts.
+func waitForAttempts(_ sink: RecordingSink, _ count: Int, timeout: TimeInterval = 20) async throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while sink.attempts.current.count < count {
+        if Date() > deadline { throw FixtureError("only \(sink.attempts.current.count) attempts") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+}
