@@ -30,6 +30,8 @@ enum AdminCommand {
         OptionSpec("driver", takesValue: false, help: ""), OptionSpec("permissions", help: ""), OptionSpec("user", help: ""),
         OptionSpec("units", help: ""), OptionSpec("sectors", help: ""), OptionSpec("permission", help: ""),
         OptionSpec("unit", help: ""), OptionSpec("users", help: ""), OptionSpec("text", help: ""),
+        OptionSpec("provider", help: "", hidden: true), OptionSpec("count", help: "", hidden: true),
+        OptionSpec("concurrency", help: "", hidden: true),
     ] + ServerConfiguration.serveOptions.filter { pushOptionNames.contains($0.name) }
 
     /// The serve options `push-test` shares, read from the environment like serve does.
@@ -132,6 +134,11 @@ enum AdminCommand {
             case "push-test":
                 return try await pushTest(database: database, directory: directory, configuration: configuration,
                                           user: try required("user"), text: options.value("text"), json: json)
+            case "push-bench":
+                // Hidden: bench/push drives it against the local fakes.
+                return try await PushBench.run(configuration: configuration, provider: try required("provider"),
+                                               count: try options.integer("count", default: 20_000, range: 1...10_000_000),
+                                               concurrency: try options.integer("concurrency", default: 200, range: 1...10_000))
             case "list":
                 guard let kind = options.positional.first else { throw UsageError("list what? companies, users, units, gates, sectors or memberships") }
                 let rows = try await directory.list(kind)
