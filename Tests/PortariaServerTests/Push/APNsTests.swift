@@ -5,6 +5,7 @@ import Testing
 
 @Suite("APNs against a local HTTP/2 fake", .serialized)
 struct APNsTests {
+    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
     /// Runs `body` with the demo database, a fake APNs scripted with `script`, and a worker.
     static func with(_ backend: Backend = .sqlite, script: [String: [JSONValue]] = [:],
                      _ body: (PushFixture, APNsFixture, PushWorker, RecordingSink) async throws -> Void) async throws {
@@ -26,9 +27,9 @@ struct APNsTests {
         }
     }
 
-    @Test("Maria's iPhone gets a VoIP ring for A-101 whose headers, JWT and payload follow Apple's rules")
-    func voipRing() async throws {
-        try await Self.with { fixture, apns, worker, sink in
+    @Test("Maria's iPhone gets a VoIP ring for A-101 whose headers, JWT and payload follow Apple's rules", arguments: backends)
+    func voipRing(backend: Backend) async throws {
+        try await Self.with(backend) { fixture, apns, worker, sink in
             let device = try await fixture.register("maria")
             let deadline = Date().addingTimeInterval(20)
             let visitID = UUID().uuidString.lowercased()
@@ -98,10 +99,10 @@ struct APNsTests {
         }
     }
 
-    @Test("410 Unregistered deactivates the token and the admin panel shows it failing")
-    func unregistered() async throws {
+    @Test("410 Unregistered deactivates the token and the admin panel shows it failing", arguments: backends)
+    func unregistered(backend: Backend) async throws {
         let voip = hexToken()
-        try await Self.with(script: [voip: [.object(["status": 410, "reason": "Unregistered"])]]) { fixture, apns, worker, sink in
+        try await Self.with(backend, script: [voip: [.object(["status": 410, "reason": "Unregistered"])]]) { fixture, apns, worker, sink in
             let device = try await fixture.register("maria", voipToken: voip)
             let maria = try await fixture.userID("maria")
             let jobs = try await fixture.enqueue(PushRequest(userID: maria, kind: .visitRing, message: ringMessage(),
