@@ -12,6 +12,7 @@ Per-token scripts (--script JSON: {token: [response, ...]}) play answers in orde
   {"status": 429, "reason": "TooManyRequests"}
   {"status": 503, "reason": "ServiceUnavailable", "goaway": true}   then GOAWAY + close
   {"expire_jwt": true}    answers 403 ExpiredProviderToken and revokes the JWT used
+  {"status": 200, "delay": 5}   answers 200 after 5 s (other streams go on)
 Every request is appended to --record as one JSON line.
 """
 import argparse
@@ -146,6 +147,10 @@ def main():
             if step.get("expire_jwt"):
                 revoked.add(jwt)
                 return answer(request, 403, "ExpiredProviderToken", note="scripted")
+            if step.get("status", 200) == 200:
+                response = answer(request, 200, note="scripted")
+                response.delay = step.get("delay", 0)
+                return response
             extra = {"timestamp": int(time.time() * 1000)} if step["status"] == 410 else None
             headers = [("retry-after", str(step["retry_after"]))] if "retry_after" in step else None
             return answer(request, step["status"], step.get("reason"), extra, headers, goaway=step.get("goaway", False),

@@ -41,7 +41,8 @@ class Request:
 
 
 class Response:
-    def __init__(self, status, body=b"", headers=None, goaway=False):
+    def __init__(self, status, body=b"", headers=None, goaway=False, delay=0):
+        self.delay = delay
         self.status = status
         self.body = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.headers = headers or []
@@ -100,6 +101,22 @@ class Protocol(asyncio.Protocol):
         except Exception as error:  # a bug in the fake must show, not hang the client
             print(f"fake server error: {error!r}", file=sys.stderr, flush=True)
             response = Response(500, {"reason": "InternalServerError"})
+        if response.delay:
+            # Answer later without blocking other streams (a slow provider).
+            delay, response.delay = response.delay, 0
+            asyncio.get_running_loop().call_later(delay, self.send_response, request, response)
+            return
+        self.send_response(request, response)
+
+    def send_response(self, request, response):
+        if self.transport is None or self.transport.is_closing():
+            return
+        try:
+            self._send_response(request, response)
+        except h2.exceptions.ProtocolError:
+            pass  # the client reset the stream or went away while we waited
+
+    def _send_response(self, request, response):
         headers = [(":status", str(response.status))] + list(response.headers)
         if response.body:
             headers.append(("content-length", str(len(response.body))))
@@ -111,6 +128,8 @@ class Protocol(asyncio.Protocol):
             self.conn.close_connection(last_stream_id=request.stream_id)
             self.transport.write(self.conn.data_to_send())
             asyncio.get_running_loop().call_later(0.05, self.transport.close)
+            return
+        self.transport.write(self.conn.data_to_send())
 
 
 def serve(handler, port, cert, key, on_ready=None):

@@ -36,7 +36,9 @@ public final class Application: Sendable {
 
         let push = try Self.pushProviders(configuration, log: log)
         pushShutdown = push.shutdown
-        pushWorker = PushWorker(database: database, providers: push.providers, log: log)
+        var workerConfiguration = PushWorker.Configuration()
+        workerConfiguration.lease = configuration.pushLease
+        pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration, log: log)
 
         let router = Router()
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
