@@ -203,7 +203,7 @@ public final class PushWorker: Sendable {
     public func deliverNow(_ pushIDs: [String]) async throws -> [(pushID: String, provider: String, result: PushResult)] {
         guard !pushIDs.isEmpty else { return [] }
         let at = now()
-        try await database.write { db in
+        _ = try await database.write { db in
             try db.execute("UPDATE push_jobs SET next_attempt_at = ? WHERE status = 'pending' AND id IN (\(Array(repeating: "?", count: pushIDs.count).joined(separator: ", ")))",
                            [.date(at)] + pushIDs.map(SQLValue.text))
         }
