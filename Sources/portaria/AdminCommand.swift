@@ -16,6 +16,7 @@ enum AdminCommand {
           set-password   --user U --password P        (or PORTARIA_PASSWORD in the environment)
           set-ring-order --company C --unit L --users u1,u2
           rotate-jwt-key
+          push-test      --user U [--text T]   sends a test push to each of U's devices (APNs/FCM options as for serve)
           list           companies|users|units|gates|sectors|memberships
         C, U, S and L may be ids or names; permissions: \(Permission.catalogue.sorted().joined(separator: ", "))
         """
@@ -28,8 +29,14 @@ enum AdminCommand {
         OptionSpec("phone", help: ""), OptionSpec("password", help: ""), OptionSpec("master", takesValue: false, help: ""),
         OptionSpec("driver", takesValue: false, help: ""), OptionSpec("permissions", help: ""), OptionSpec("user", help: ""),
         OptionSpec("units", help: ""), OptionSpec("sectors", help: ""), OptionSpec("permission", help: ""),
-        OptionSpec("unit", help: ""), OptionSpec("users", help: ""),
-    ]
+        OptionSpec("unit", help: ""), OptionSpec("users", help: ""), OptionSpec("text", help: ""),
+        OptionSpec("provider", help: "", hidden: true), OptionSpec("count", help: "", hidden: true),
+        OptionSpec("concurrency", help: "", hidden: true),
+    ] + ServerConfiguration.serveOptions.filter { pushOptionNames.contains($0.name) }
+
+    /// The serve options `push-test` shares, read from the environment like serve does.
+    static let pushOptionNames: Set<String> = ["apns-key-file", "apns-key-id", "apns-team-id", "apns-topic", "apns-endpoint",
+                                               "fcm-service-account", "fcm-endpoint", "ca-file"]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         guard let action = arguments.first, action != "--help", action != "help" else {
@@ -39,7 +46,9 @@ enum AdminCommand {
         // Only the database URL is read from the environment here: a stray PORTARIA_NAME must
         // not silently fill an admin option.
         var environment: [String: String] = [:]
-        for key in ["PORTARIA_DATABASE", "PORTARIA_PASSWORD"] { environment[key] = ProcessInfo.processInfo.environment[key] }
+        var keys = ["PORTARIA_DATABASE", "PORTARIA_PASSWORD"]
+        keys += pushOptionNames.map { "PORTARIA_" + $0.uppercased().replacingOccurrences(of: "-", with: "_") }
+        for key in keys { environment[key] = ProcessInfo.processInfo.environment[key] }
         let options = try ParsedOptions.parse(Array(arguments.dropFirst()), specs: specs, environment: environment)
         let json = options.flag("json")
         let configuration = try ServerConfiguration.from(options)
@@ -122,6 +131,14 @@ enum AdminCommand {
             case "rotate-jwt-key":
                 let id = try await ServiceSecrets.rotate(database)
                 report("new signing key \(id); restart instances to sign with it", ["kid": .string(id)])
+            case "push-test":
+                return try await pushTest(database: database, directory: directory, configuration: configuration,
+                                          user: try required("user"), text: options.value("text"), json: json)
+            case "push-bench":
+                // Hidden: bench/push drives it against the local fakes.
+                return try await PushBench.run(configuration: configuration, provider: try required("provider"),
+                                               count: try options.integer("count", default: 20_000, range: 1...10_000_000),
+                                               concurrency: try options.integer("concurrency", default: 200, range: 1...10_000))
             case "list":
                 guard let kind = options.positional.first else { throw UsageError("list what? companies, users, units, gates, sectors or memberships") }
                 let rows = try await directory.list(kind)
@@ -140,6 +157,48 @@ enum AdminCommand {
             return 65
         }
         return 0
+    }
+
+    /// Enqueues a `test` push per device of the user through the outbox and delivers them
+    /// at once with the configured providers, printing each provider's answer.
+    static func pushTest(database: any SQLDatabase, directory: Directory, configuration: ServerConfiguration,
+                         user: String, text: String?, json: Bool) async throws -> Int32 {
+        let userID = try await directory.userID(user)
+        let log = Log(minimumLevel: .warning)
+        let push = try Application.pushProviders(configuration, log: log)
+        defer { push.shutdown() }
+        let devices = try await DeviceStore(database: database).devices(userID: userID)
+        let message = PushMessage(text: text ?? "Teste de notificação enviado por portaria admin push-test")
+        let jobs = try await database.write { db in
+            try PushOutbox.enqueue(db, PushRequest(userID: userID, kind: .test, message: message, deadline: Date().addingTimeInterval(300)))
+        }
+        let worker = PushWorker(database: database, providers: push.providers, instanceID: "push-test", log: log)
+        let results = try await worker.deliverNow(jobs.map(\.pushID))
+        var failures = 0
+        var lines: [JSONValue] = []
+        for device in devices {
+            let name = device.deviceName ?? device.installationID
+            guard let job = jobs.first(where: { $0.deviceID == device.id }),
+                  let (_, provider, result) = results.first(where: { $0.pushID == job.pushID }) else {
+                print(json ? "" : "\(name) [\(device.platform)]: skipped (no active push token: \(device.pushTokenStatus))")
+                lines.append(.object(["device_id": .string(device.id), "skipped": .string("no active push token")]))
+                continue
+            }
+            if result.outcome != .accepted { failures += 1 }
+            lines.append(.object(["device_id": .string(device.id), "platform": .string(device.platform), "push_id": .string(job.pushID),
+                                  "provider": .string(provider), "outcome": .string(result.outcome.rawValue),
+                                  "status": result.httpStatus.map { .number(Double($0)) } ?? .null,
+                                  "reason": result.reason.map(JSONValue.string) ?? .null,
+                                  "provider_id": result.providerID.map(JSONValue.string) ?? .null]))
+            if !json {
+                var line = "\(name) [\(device.platform)] push \(job.pushID): \(provider) → \(result)"
+                if result.outcome == .retry { line += " (left in the outbox: a running server retries it)" }
+                print(line)
+            }
+        }
+        if json { print(JSONValue.array(lines).jsonText) }
+        if devices.isEmpty && !json { print("\(user) has no registered device") }
+        return devices.isEmpty || failures > 0 ? 1 : 0
     }
 
     static func plain(_ value: JSONValue) -> String {

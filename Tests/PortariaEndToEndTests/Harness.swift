@@ -198,7 +198,7 @@ final class TestServer: @unchecked Sendable {
 
     /// One request on a fresh connection.
     func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = [],
-                 timeout: Duration = .seconds(5)) async throws -> RawResponse {
+                 timeout: Duration = .seconds(15)) async throws -> RawResponse {
         let connection = try await connect()
         defer { connection.close() }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"

@@ -17,6 +17,9 @@ public final class Application: Sendable {
     /// TURN/STUN lists with short-lived credentials; the realtime layer hands one to
     /// a visitor page through `iceServers.iceServers(forSubject:)`.
     public let iceServers: ICEServerProvider
+    /// Delivers the push outbox; call `pushWorker.wake()` after committing an enqueue.
+    public let pushWorker: PushWorker
+    private let pushShutdown: @Sendable () -> Void
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -41,6 +44,12 @@ public final class Application: Sendable {
                                loginLimitPerAccount: configuration.loginLimit, log: log)
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
+        let push = try Self.pushProviders(configuration, log: log)
+        pushShutdown = push.shutdown
+        var workerConfiguration = PushWorker.Configuration()
+        workerConfiguration.lease = configuration.pushLease
+        pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration, log: log)
+
         webSockets = WebSocketHub(log: log)
         let router = Router()
         iceServers = try ICEServerProvider(configuration: configuration)
@@ -48,6 +57,8 @@ public final class Application: Sendable {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
         }
         CallRoutes(iceServers: iceServers, authenticator: authenticator).register(on: router)
+        DeviceRoutes(store: DeviceStore(database: database), authenticator: authenticator).register(on: router)
+        PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)
@@ -83,10 +94,43 @@ public final class Application: Sendable {
         server = HTTPServer(router: router, configuration: http, log: log)
     }
 
+    /// APNs and FCM from the configuration; the log-only sender for whatever has no credentials.
+    public static func pushProviders(_ configuration: ServerConfiguration, log: Log)
+        throws -> (providers: PushProviders, shutdown: @Sendable () -> Void) {
+        var shutdowns: [@Sendable () -> Void] = []
+        let apns: any PushProvider
+        if let keyFile = configuration.apnsKeyFile, let keyID = configuration.apnsKeyID,
+           let teamID = configuration.apnsTeamID, let topic = configuration.apnsTopic {
+            let provider = try APNsProvider(configuration: APNsConfiguration(keyFile: keyFile, keyID: keyID, teamID: teamID,
+                                                                             bundleID: topic, endpoint: configuration.apnsEndpoint,
+                                                                             caFile: configuration.caFile), log: log)
+            shutdowns.append { provider.shutdown() }
+            apns = provider
+            log.info("APNs push enabled", ["endpoint": .string(configuration.apnsEndpoint), "topic": .string(topic)])
+        } else {
+            apns = LogPushProvider(platform: "ios", log: log)
+            log.warning("no APNs credentials (--apns-key-file …): iOS pushes are only LOGGED, not sent")
+        }
+        let fcm: any PushProvider
+        if let account = configuration.fcmServiceAccount {
+            let provider = try FCMProvider(serviceAccountFile: account, endpoint: configuration.fcmEndpoint,
+                                           caFile: configuration.caFile, log: log)
+            shutdowns.append { provider.shutdown() }
+            fcm = provider
+            log.info("FCM push enabled", ["endpoint": .string(configuration.fcmEndpoint), "project": .string(provider.account.projectID)])
+        } else {
+            fcm = LogPushProvider(platform: "android", log: log)
+            log.warning("no FCM service account (--fcm-service-account): Android pushes are only LOGGED, not sent")
+        }
+        let stop = shutdowns
+        return (PushProviders(apns: apns, fcm: fcm, web: LogPushProvider(platform: "web", log: log)), { stop.forEach { $0() } })
+    }
+
     public func start() async throws {
         try await visits.start()
         listener?.start()
         try server.start()
+        pushWorker.start()
         log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
                                "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
     }
@@ -98,6 +142,8 @@ public final class Application: Sendable {
         await webSockets.shutdown()
         await server.shutdown()
         await visits.stop()
+        await pushWorker.stop()
+        pushShutdown()
         await database.close()
         log.info("stopped")
     }

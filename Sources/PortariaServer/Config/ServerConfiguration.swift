@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var benchRoutes = false
     /// Where `docs/openapi.yaml` is read from for `GET /v1/openapi.yaml`.
     public var openAPIPath: String?
+    /// How long a push worker holds a claimed job before another instance may take it.
+    public var pushLease: TimeInterval = 60
     /// Where the static pages (`Web/`) are read from.
     public var webDirectory: String?
 
@@ -61,6 +63,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
+        OptionSpec("push-lease-seconds", help: "push job lease (default 60; tests shorten it)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
     ]
 
@@ -99,6 +102,7 @@ public struct ServerConfiguration: Sendable {
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")
+        configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))
         configuration.benchRoutes = options.flag("enable-bench-routes")
         let apns = [configuration.apnsKeyFile, configuration.apnsKeyID, configuration.apnsTeamID, configuration.apnsTopic]
         if apns.contains(where: { $0 != nil }) && apns.contains(where: { $0 == nil }) {

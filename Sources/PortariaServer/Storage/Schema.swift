@@ -12,7 +12,7 @@ public enum Schema {
         ]),
         Migration(version: 2, name: "accounts", statements: accounts),
         Migration(version: 3, name: "visits", statements: visits),
-        // 4 is the push layer's (devices, push jobs).
+        Migration(version: 4, name: "devices_and_push", statements: push),
         Migration(version: 5, name: "realtime", statements: realtime),
     ]
 
@@ -185,5 +185,88 @@ public enum Schema {
                 window_start BIGINT NOT NULL,
                 count INTEGER NOT NULL)
             """),
+    ]
+
+    /// Devices and their tokens, the push outbox and every delivery attempt.
+    static let push: [Migration.Statement] = [
+        // Token statuses: active | unregistered (the provider refused it) | moved (another
+        // installation registered it) | missing. Tokens of an inactive status are kept for the
+        // admin panel but never pushed to.
+        .init("""
+            CREATE TABLE devices (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                installation_id TEXT NOT NULL UNIQUE,
+                platform TEXT NOT NULL CHECK (platform IN ('ios', 'android', 'web')),
+                push_token TEXT,
+                push_token_status TEXT NOT NULL DEFAULT 'active',
+                voip_token TEXT,
+                voip_token_status TEXT,
+                app_version TEXT,
+                device_name TEXT,
+                locale TEXT,
+                notifications_enabled INTEGER,
+                full_screen_intent_allowed INTEGER,
+                ignoring_battery_optimizations INTEGER,
+                manufacturer TEXT,
+                os_version TEXT,
+                created_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                token_refreshed_at BIGINT NOT NULL,
+                last_push_at BIGINT,
+                last_ack_at BIGINT,
+                last_success_at BIGINT,
+                consecutive_failures INTEGER NOT NULL DEFAULT 0,
+                last_error TEXT,
+                last_error_at BIGINT)
+            """),
+        .init("CREATE INDEX devices_user ON devices (user_id)"),
+        // A token identifies one app install: it may sit on one device row only.
+        .init("CREATE UNIQUE INDEX devices_push_token ON devices (push_token)"),
+        .init("CREATE UNIQUE INDEX devices_voip_token ON devices (voip_token)"),
+        // The outbox: one row per (push, device), written in the transaction of the event.
+        // The id is the push_id the payload carries and the app acknowledges.
+        .init("""
+            CREATE TABLE push_jobs (
+                id TEXT PRIMARY KEY,
+                device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                user_id TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('visit_ring', 'ring_cancelled', 'delivery', 'test')),
+                platform TEXT NOT NULL,
+                token_kind TEXT NOT NULL CHECK (token_kind IN ('push', 'voip')),
+                token TEXT NOT NULL,
+                visit_id TEXT,
+                message TEXT NOT NULL,
+                status TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'expired', 'cancelled')),
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at BIGINT NOT NULL,
+                deadline_at BIGINT NOT NULL,
+                lease_owner TEXT,
+                lease_until BIGINT,
+                created_at BIGINT NOT NULL,
+                sent_at BIGINT,
+                acked_at BIGINT,
+                provider_id TEXT,
+                last_error TEXT)
+            """),
+        .init("CREATE INDEX push_jobs_due ON push_jobs (status, next_attempt_at)"),
+        .init("CREATE INDEX push_jobs_device ON push_jobs (device_id, status)"),
+        .init("CREATE INDEX push_jobs_visit ON push_jobs (visit_id)"),
+        .init("""
+            CREATE TABLE push_attempts (
+                id TEXT PRIMARY KEY,
+                push_id TEXT NOT NULL REFERENCES push_jobs(id) ON DELETE CASCADE,
+                device_id TEXT NOT NULL,
+                attempt INTEGER NOT NULL,
+                at BIGINT NOT NULL,
+                provider TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                http_status INTEGER,
+                reason TEXT,
+                duration_ms INTEGER,
+                instance TEXT NOT NULL)
+            """),
+        .init("CREATE INDEX push_attempts_push ON push_attempts (push_id)"),
     ]
 }

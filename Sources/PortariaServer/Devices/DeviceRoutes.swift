@@ -1,0 +1,98 @@
+import Foundation
+import PortariaCore
+
+/// `POST/GET /v1/devices`, `DELETE /v1/devices/{id}` (permission `devices.manage`).
+struct DeviceRoutes {
+    let store: DeviceStore
+    let authenticator: Authenticator
+
+    func register(on router: Router) {
+        let store = store
+        let authenticator = authenticator
+        router.post("/v1/devices") { request in
+            let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
+            let registration = try DeviceValidation.decode(request)
+            let (device, created) = try await store.register(userID: caller.user.id, registration)
+            return .json(device.view, status: created ? 201 : 200)
+        }
+        router.get("/v1/devices") { request in
+            let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
+            return .json(DeviceList(devices: try await store.devices(userID: caller.user.id).map(\.view)))
+        }
+        router.delete("/v1/devices/{id}") { request in
+            let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
+            let id = try request.parameter("id").lowercased()
+            // Another user's device answers exactly like a device that does not exist.
+            guard id.utf8.count <= 64, try await store.delete(id: id, userID: caller.user.id) else {
+                throw HTTPError.notFound("device not found")
+            }
+            return .noContent()
+        }
+    }
+}
+
+/// Strict checks on `POST /v1/devices`: unknown fields, wrong types and malformed tokens
+/// are refused with a 400 naming the field, before anything is written.
+enum DeviceValidation {
+    static func decode(_ request: HTTPRequest) throws -> DeviceRegistration {
+        let raw = try request.decode(JSONValue.self)
+        guard case .object(let object) = raw else { throw HTTPError.invalidRequest("the request body must be a JSON object") }
+        for key in object.keys.sorted() where !DeviceRegistration.fieldNames.contains(key) {
+            throw HTTPError.invalidRequest("\(key) is not a field of a device registration", field: key)
+        }
+        if case .object(let capabilities)? = object["capabilities"] {
+            for key in capabilities.keys.sorted() where !DeviceCapabilities.fieldNames.contains(key) {
+                throw HTTPError.invalidRequest("capabilities.\(key) is not a known capability", field: "capabilities.\(key)")
+            }
+        }
+        let registration = try request.decode(DeviceRegistration.self)
+        try validate(registration)
+        return registration
+    }
+
+    static func validate(_ r: DeviceRegistration) throws {
+        let idCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
+        try require(!r.installationID.isEmpty && r.installationID.utf8.count <= 128
+                    && r.installationID.unicodeScalars.allSatisfy(idCharacters.contains),
+                    field: "installation_id", "installation_id must be 1–128 characters of letters, digits, '-', '_', '.', ':'")
+        try require(["ios", "android", "web"].contains(r.platform), field: "platform", "platform must be ios, android or web")
+        switch r.platform {
+        case "ios":
+            // APNs device tokens are hex (32 bytes today; Apple warns they may grow).
+            try require(isHexToken(r.pushToken), field: "push_token", "push_token must be an APNs device token (hex, 64–200 characters)")
+            if let voip = r.voipToken {
+                try require(isHexToken(voip), field: "voip_token", "voip_token must be a PushKit token (hex, 64–200 characters)")
+                try require(voip.lowercased() != r.pushToken.lowercased(), field: "voip_token", "voip_token must differ from push_token")
+            }
+        case "android":
+            try require(isOpaqueToken(r.pushToken), field: "push_token", "push_token must be an FCM registration token (1–4096 printable characters)")
+            try require(r.voipToken == nil, field: "voip_token", "voip_token exists only on iOS")
+        default:
+            try require(isOpaqueToken(r.pushToken), field: "push_token", "push_token must be 1–4096 printable characters")
+            try require(r.voipToken == nil, field: "voip_token", "voip_token exists only on iOS")
+        }
+        try text(r.appVersion, "app_version", max: 64)
+        try text(r.deviceName, "device_name", max: 128)
+        if let locale = r.locale {
+            let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+            try require(!locale.isEmpty && locale.utf8.count <= 35 && locale.unicodeScalars.allSatisfy(allowed.contains),
+                        field: "locale", "locale must be a language tag such as pt-BR")
+        }
+        try text(r.capabilities?.manufacturer, "capabilities.manufacturer", max: 64)
+        try text(r.capabilities?.osVersion, "capabilities.os_version", max: 64)
+    }
+
+    static func isHexToken(_ token: String) -> Bool {
+        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && token.allSatisfy(\.isHexDigit)
+    }
+
+    static func isOpaqueToken(_ token: String) -> Bool {
+        (1...4096).contains(token.utf8.count) && token.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7f }
+    }
+
+    private static func text(_ value: String?, _ field: String, max: Int) throws {
+        guard let value else { return }
+        try require(!value.isEmpty && value.count <= max && !value.unicodeScalars.contains { $0.properties.generalCategory == .control },
+                    field: field, "\(field) must be 1–\(max) characters without control characters")
+    }
+}

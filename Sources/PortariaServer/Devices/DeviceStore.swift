@@ -1,0 +1,161 @@
+import Foundation
+import PortariaCore
+
+/// A device row as the server uses it (tokens included; never sent to clients as-is).
+public struct DeviceRecord: Sendable, Equatable {
+    public var id: String
+    public var userID: String
+    public var installationID: String
+    public var platform: String
+    public var pushToken: String?
+    public var pushTokenStatus: String
+    public var voipToken: String?
+    public var voipTokenStatus: String?
+    public var appVersion: String?
+    public var deviceName: String?
+    public var locale: String?
+    public var capabilities: DeviceCapabilities
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var tokenRefreshedAt: Date
+    public var lastPushAt: Date?
+    public var lastAckAt: Date?
+    public var lastSuccessAt: Date?
+    public var consecutiveFailures: Int
+    public var lastError: String?
+    public var lastErrorAt: Date?
+
+    init(_ row: SQLRow) {
+        id = row.string("id") ?? ""
+        userID = row.string("user_id") ?? ""
+        installationID = row.string("installation_id") ?? ""
+        platform = row.string("platform") ?? ""
+        pushToken = row.string("push_token")
+        pushTokenStatus = row.string("push_token_status") ?? "missing"
+        voipToken = row.string("voip_token")
+        voipTokenStatus = row.string("voip_token_status")
+        appVersion = row.string("app_version")
+        deviceName = row.string("device_name")
+        locale = row.string("locale")
+        capabilities = DeviceCapabilities(notificationsEnabled: row.bool("notifications_enabled"),
+                                          fullScreenIntentAllowed: row.bool("full_screen_intent_allowed"),
+                                          ignoringBatteryOptimizations: row.bool("ignoring_battery_optimizations"),
+                                          manufacturer: row.string("manufacturer"), osVersion: row.string("os_version"))
+        createdAt = row.date("created_at") ?? .distantPast
+        updatedAt = row.date("updated_at") ?? .distantPast
+        tokenRefreshedAt = row.date("token_refreshed_at") ?? .distantPast
+        lastPushAt = row.date("last_push_at")
+        lastAckAt = row.date("last_ack_at")
+        lastSuccessAt = row.date("last_success_at")
+        consecutiveFailures = Int(row.int("consecutive_failures") ?? 0)
+        lastError = row.string("last_error")
+        lastErrorAt = row.date("last_error_at")
+    }
+
+    public var view: DeviceView {
+        DeviceView(id: id, installationID: installationID, platform: platform, pushTokenStatus: pushTokenStatus,
+                   voipTokenStatus: platform == "ios" ? (voipTokenStatus ?? "missing") : nil,
+                   appVersion: appVersion, deviceName: deviceName, locale: locale, capabilities: capabilities,
+                   createdAt: createdAt, updatedAt: updatedAt, tokenRefreshedAt: tokenRefreshedAt,
+                   lastPushAt: lastPushAt, lastAckAt: lastAckAt)
+    }
+}
+
+/// The device registry: one row per app installation, owned by the user logged in on it.
+public struct DeviceStore: Sendable {
+    public let database: any SQLDatabase
+    public var now: @Sendable () -> Date = { Date() }
+
+    public init(database: any SQLDatabase) { self.database = database }
+
+    /// Registers or renews. Returns the device and whether it was created.
+    ///
+    /// - The installation id is the key: the same install re-registering (new token, new
+    ///   capabilities, or another user logged in on it) updates its row.
+    /// - A token is unique to one install: when it shows up on another row (an app
+    ///   reinstalled, a phone handed to someone else) it is taken off the old row, which
+    ///   must never ring for the wrong person.
+    public func register(userID: String, _ registration: DeviceRegistration) async throws -> (DeviceRecord, created: Bool) {
+        let at = now()
+        let registration = registration
+        let body: @Sendable (any SQLConnection) throws -> (DeviceRecord, Bool) = { db in
+            let existing = try db.queryOne("SELECT * FROM devices WHERE installation_id = ?\(db.dialect.forUpdate)",
+                                           .text(registration.installationID)).map(DeviceRecord.init)
+            let id = existing?.id ?? UUID().uuidString.lowercased()
+            // Take the tokens off any other row first (the unique indexes demand it).
+            try db.execute("UPDATE devices SET push_token = NULL, push_token_status = 'moved', updated_at = ? WHERE push_token = ? AND id <> ?",
+                           .date(at), .text(registration.pushToken), .text(id))
+            if let voip = registration.voipToken {
+                try db.execute("UPDATE devices SET voip_token = NULL, voip_token_status = 'moved', updated_at = ? WHERE voip_token = ? AND id <> ?",
+                               .date(at), .text(voip), .text(id))
+            }
+            let caps = registration.capabilities ?? DeviceCapabilities()
+            func optionalBool(_ value: Bool?) -> SQLValue { value.map(SQLValue.bool) ?? .null }
+            let voipStatus: SQLValue = registration.voipToken != nil ? "active" : (registration.platform == "ios" ? "missing" : .null)
+            if let existing {
+                // A new token starts with a clean record; the same token keeps its history.
+                let tokenChanged = existing.pushToken != registration.pushToken || existing.voipToken != registration.voipToken
+                    || existing.userID != userID
+                try db.execute("""
+                    UPDATE devices SET user_id = ?, platform = ?, push_token = ?, push_token_status = 'active',
+                        voip_token = ?, voip_token_status = ?, app_version = ?, device_name = ?, locale = ?,
+                        notifications_enabled = ?, full_screen_intent_allowed = ?, ignoring_battery_optimizations = ?,
+                        manufacturer = ?, os_version = ?, updated_at = ?, token_refreshed_at = ?,
+                        consecutive_failures = CASE WHEN ? = 1 THEN 0 ELSE consecutive_failures END
+                    WHERE id = ?
+                    """, [.text(userID), .text(registration.platform), .text(registration.pushToken),
+                          .optional(registration.voipToken), voipStatus, .optional(registration.appVersion),
+                          .optional(registration.deviceName), .optional(registration.locale),
+                          optionalBool(caps.notificationsEnabled), optionalBool(caps.fullScreenIntentAllowed),
+                          optionalBool(caps.ignoringBatteryOptimizations), .optional(caps.manufacturer), .optional(caps.osVersion),
+                          .date(at), .date(at), .bool(tokenChanged), .text(id)])
+                if existing.userID != userID {
+                    // The install changed hands: pushes still queued for the previous user stay with them.
+                    try db.execute("UPDATE push_jobs SET status = 'cancelled', last_error = 'device changed user' WHERE device_id = ? AND status IN ('pending', 'sending')",
+                                   .text(id))
+                }
+            } else {
+                try db.execute("""
+                    INSERT INTO devices (id, user_id, installation_id, platform, push_token, push_token_status, voip_token,
+                        voip_token_status, app_version, device_name, locale, notifications_enabled, full_screen_intent_allowed,
+                        ignoring_battery_optimizations, manufacturer, os_version, created_at, updated_at, token_refreshed_at)
+                    VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, [.text(id), .text(userID), .text(registration.installationID), .text(registration.platform),
+                          .text(registration.pushToken), .optional(registration.voipToken), voipStatus,
+                          .optional(registration.appVersion), .optional(registration.deviceName), .optional(registration.locale),
+                          optionalBool(caps.notificationsEnabled), optionalBool(caps.fullScreenIntentAllowed),
+                          optionalBool(caps.ignoringBatteryOptimizations), .optional(caps.manufacturer), .optional(caps.osVersion),
+                          .date(at), .date(at), .date(at)])
+            }
+            let row = try db.queryOne("SELECT * FROM devices WHERE id = ?", .text(id))
+            guard let row else { throw StorageError.failed("device \(id) vanished") }
+            return (DeviceRecord(row), existing == nil)
+        }
+        do {
+            return try await database.write(body)
+        } catch let error as StorageError {
+            // Two first registrations of one install racing on PostgreSQL: the loser retries as an update.
+            switch error {
+            case .uniqueViolation, .conflict: return try await database.write(body)
+            default: throw error
+            }
+        }
+    }
+
+    public func devices(userID: String) async throws -> [DeviceRecord] {
+        try await database.read { db in
+            try db.query("SELECT * FROM devices WHERE user_id = ? ORDER BY created_at, id", .text(userID)).map(DeviceRecord.init)
+        }
+    }
+
+    public func device(id: String) async throws -> DeviceRecord? {
+        try await database.read { db in try db.queryOne("SELECT * FROM devices WHERE id = ?", .text(id)).map(DeviceRecord.init) }
+    }
+
+    /// Deletes the caller's own device; returns false when there is none of theirs with that id.
+    public func delete(id: String, userID: String) async throws -> Bool {
+        try await database.write { db in
+            try db.execute("DELETE FROM devices WHERE id = ? AND user_id = ?", .text(id), .text(userID)) == 1
+        }
+    }
+}

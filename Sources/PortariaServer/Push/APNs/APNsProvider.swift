@@ -1,0 +1,276 @@
+import Foundation
+import PortariaCore
+
+/// APNs token-auth settings (`--apns-*`).
+public struct APNsConfiguration: Sendable {
+    public var keyFile: String
+    public var keyID: String
+    public var teamID: String
+    /// The app's bundle id; VoIP pushes go to `<bundle>.voip`.
+    public var bundleID: String
+    /// `https://api.push.apple.com`, `https://api.sandbox.push.apple.com` or a test server.
+    public var endpoint: String
+    public var caFile: String?
+    /// How long one provider token is reused. Apple refuses tokens older than an hour and
+    /// answers `TooManyProviderTokenUpdates` to providers that mint more often than every
+    /// 20 minutes, so this is clamped to 20…55 minutes.
+    public var tokenLifetime: TimeInterval = 50 * 60
+    public var requestTimeout: TimeInterval = 10
+
+    public init(keyFile: String, keyID: String, teamID: String, bundleID: String,
+                endpoint: String = "https://api.push.apple.com", caFile: String? = nil) {
+        self.keyFile = keyFile
+        self.keyID = keyID
+        self.teamID = teamID
+        self.bundleID = bundleID
+        self.endpoint = endpoint
+        self.caFile = caFile
+    }
+}
+
+/// The ES256 provider token, minted once and shared by every request until it ages out.
+public final class APNsTokenCache: Sendable {
+    private let key: ProviderKey
+    private let keyID: String
+    private let teamID: String
+    private let lifetime: TimeInterval
+    private let now: @Sendable () -> Date
+    private let state = Locked<(token: String, issuedAt: Date)?>(nil)
+    /// Tokens minted so far (tests assert reuse).
+    public let minted = Locked(0)
+
+    public init(key: ProviderKey, keyID: String, teamID: String, lifetime: TimeInterval,
+                now: @escaping @Sendable () -> Date = { Date() }) throws {
+        guard key.algorithm == .es256 else { throw ProviderKey.KeyError("the APNs key must be an EC P-256 (.p8) key") }
+        self.key = key
+        self.keyID = keyID
+        self.teamID = teamID
+        self.lifetime = min(55 * 60, max(20 * 60, lifetime))
+        self.now = now
+    }
+
+    /// The current token, minting a new one when there is none or it is `lifetime` old.
+    public func token() throws -> String {
+        let at = now()
+        return try state.withLock { current in
+            if let current, at.timeIntervalSince(current.issuedAt) < lifetime, at >= current.issuedAt { return current.token }
+            let token = try mint(at)
+            current = (token, at)
+            return token
+        }
+    }
+
+    /// After `ExpiredProviderToken`: replaces `stale` unless a concurrent request already did.
+    public func refresh(replacing stale: String) throws -> String {
+        let at = now()
+        return try state.withLock { current in
+            if let current, current.token != stale { return current.token }
+            let token = try mint(at)
+            current = (token, at)
+            return token
+        }
+    }
+
+    private func mint(_ at: Date) throws -> String {
+        minted.withLock { $0 += 1 }
+        // Apple: header {alg: ES256, kid}, claims {iss: team id, iat: seconds}; nothing else.
+        return try key.jwt(header: ["kid": .string(keyID)],
+                           claims: ["iss": .string(teamID), "iat": .int(Int64(at.timeIntervalSince1970))])
+    }
+}
+
+/// Sends to APNs over one multiplexed HTTP/2 connection (`HTTP2Client`).
+public final class APNsProvider: PushProvider {
+    public let name = "apns"
+    public let configuration: APNsConfiguration
+    public let tokens: APNsTokenCache
+    public let client: HTTP2Client
+    let log: Log
+    let now: @Sendable () -> Date
+
+    /// VoIP payloads may be 5 KB; every other push type 4 KB (Apple's limits).
+    public static let voipPayloadLimit = 5120
+    public static let alertPayloadLimit = 4096
+
+    public init(configuration: APNsConfiguration, log: Log = .shared, now: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.configuration = configuration
+        self.log = log
+        self.now = now
+        let key = try ProviderKey(pemFile: configuration.keyFile)
+        tokens = try APNsTokenCache(key: key, keyID: configuration.keyID, teamID: configuration.teamID,
+                                    lifetime: configuration.tokenLifetime, now: now)
+        client = try HTTP2Client(caFile: configuration.caFile, label: "apns", log: log)
+    }
+
+    public func shutdown() { client.shutdown() }
+
+    /// The request APNs gets for a push (headers and body); public for tests and `push-test`.
+    public struct Rendered: Sendable {
+        public var pushType: String
+        public var topic: String
+        public var priority: Int
+        public var expiration: Int64
+        public var payload: [UInt8]
+        public var limit: Int
+    }
+
+    public func render(_ push: OutgoingPush) -> Rendered {
+        let m = push.message
+        let expiration = Int64(push.deadline.timeIntervalSince1970.rounded(.down))
+        var common: [String: JSONValue] = ["push_id": .string(push.pushID)]
+        if let visit = m.visitID { common["visit_id"] = .string(visit) }
+        switch push.kind {
+        case .visitRing:
+            // PushKit: the app must report the call to CallKit before any network call,
+            // so everything the call screen shows travels in the payload.
+            var body = common
+            body["type"] = "visit.ring"
+            body["caller_name"] = .string(String((m.callerName ?? "Visitante").prefix(200)))
+            body["unit_label"] = .string(m.unitLabel ?? "")
+            body["kind"] = .string(m.visitKind ?? "visit")
+            body["expires_at"] = .string(Timestamp.format(push.deadline))
+            var geofence: [String: JSONValue] = ["status": .string(m.geofence?.status ?? "unknown")]
+            if let distance = m.geofence?.distanceM { geofence["distance_m"] = .number(distance.rounded()) }
+            body["geofence"] = .object(geofence)
+            if let carrier = m.carrier { body["carrier"] = .string(carrier) }
+            return Rendered(pushType: "voip", topic: configuration.bundleID + ".voip", priority: 10, expiration: expiration,
+                            payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.voipPayloadLimit)
+        case .ringCancelled:
+            // A VoIP push can only mean "ring now" (iOS kills apps that do not report a
+            // call for one), so the cancellation is a background push. Apple requires
+            // priority 5 for background pushes.
+            var body = common
+            body["type"] = "visit.ring_cancelled"
+            body["reason"] = .string(m.reason ?? "resolved")
+            body["aps"] = .object(["content-available": .number(1)])
+            return Rendered(pushType: "background", topic: configuration.bundleID, priority: 5, expiration: expiration,
+                            payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+        case .delivery:
+            var body = common
+            body["type"] = "delivery"
+            body["unit_label"] = .string(m.unitLabel ?? "")
+            body["caller_name"] = .string(String((m.callerName ?? "").prefix(200)))
+            if let carrier = m.carrier { body["carrier"] = .string(carrier) }
+            let who = [m.carrier, m.callerName].compactMap { $0 }.joined(separator: " — ")
+            // The category names the three actions the app registered (authorize,
+            // leave_at_concierge, deny); time-sensitive breaks through Focus.
+            body["aps"] = .object([
+                "alert": .object(["title": .string("Entrega para \(m.unitLabel ?? "sua unidade")"),
+                                  "body": .string(who.isEmpty ? "Um entregador está na portaria" : "\(who) está na portaria")]),
+                "category": "DELIVERY",
+                "interruption-level": "time-sensitive",
+                "sound": "default",
+            ])
+            return Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
+                            payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+        case .test:
+            var body = common
+            body["type"] = "test"
+            body["aps"] = .object(["alert": .object(["title": "Portaria: teste de notificação",
+                                                     "body": .string(m.text ?? "Se você vê isto, as notificações chegam.")]),
+                                   "sound": "default"])
+            return Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
+                            payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+        }
+    }
+
+    public func send(_ push: OutgoingPush) async -> PushResult {
+        let rendered = render(push)
+        guard rendered.payload.count <= rendered.limit else {
+            return PushResult(outcome: .failed, reason: "PayloadTooLarge",
+                              detail: "\(rendered.payload.count) bytes > \(rendered.limit) (checked before sending)")
+        }
+        let token: String
+        do { token = try tokens.token() } catch {
+            return PushResult(outcome: .failed, reason: "ProviderTokenError", detail: "\(error)")
+        }
+        var result = await exchange(push, rendered, jwt: token)
+        if result.outcome == .retry, result.httpStatus == nil {
+            // A transport failure on a reused connection (closed by GOAWAY or an idle
+            // timeout we had not noticed yet): one immediate retry on a fresh connection.
+            result = await exchange(push, rendered, jwt: token)
+        }
+        if result.reason == "ExpiredProviderToken" {
+            // Our clock or the cached token is off; mint once and retry once. Never loop:
+            // minting too often earns TooManyProviderTokenUpdates.
+            log.warning("APNs said ExpiredProviderToken: minting a new provider token", ["push_id": .string(push.pushID)])
+            do {
+                let fresh = try tokens.refresh(replacing: token)
+                result = await exchange(push, rendered, jwt: fresh)
+            } catch {
+                return PushResult(outcome: .failed, reason: "ProviderTokenError", detail: "\(error)")
+            }
+            if result.reason == "ExpiredProviderToken" { result.outcome = .failed }
+        }
+        return result
+    }
+
+    private func exchange(_ push: OutgoingPush, _ rendered: Rendered, jwt: String) async -> PushResult {
+        let url = configuration.endpoint.trimmingSuffix("/") + "/3/device/" + push.token
+        let request = OutboundRequest(method: "POST", url: url, headers: [
+            ("authorization", "bearer \(jwt)"),
+            ("apns-push-type", rendered.pushType),
+            ("apns-topic", rendered.topic),
+            ("apns-priority", String(rendered.priority)),
+            ("apns-expiration", String(rendered.expiration)),
+            ("apns-id", push.pushID),
+            ("content-type", "application/json"),
+        ], body: rendered.payload, timeout: configuration.requestTimeout)
+        let response: OutboundResponse
+        do { response = try await client.send(request) } catch {
+            return PushResult(outcome: .retry, reason: "transport", detail: "\(error)")
+        }
+        return Self.interpret(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    /// Apple's response table ("Handling notification responses from APNs").
+    public static func interpret(status: Int, headers: [String: String], body: [UInt8]) -> PushResult {
+        let apnsID = headers["apns-id"]
+        if status == 200 { return PushResult(outcome: .accepted, httpStatus: 200, providerID: apnsID) }
+        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))
+        let reason = json?["reason"]?.stringValue ?? "HTTP \(status)"
+        var detail: String?
+        if case .number(let ms)? = json?["timestamp"] {
+            // For 410: the last time APNs confirmed the token was no longer valid.
+            detail = "token invalid since \(Timestamp.format(Date(timeIntervalSince1970: ms / 1000)))"
+        }
+        let retryAfter = headers["retry-after"].flatMap(RetryAfter.parse)
+        switch (status, reason) {
+        case (410, _), (_, "Unregistered"), (_, "ExpiredToken"), (_, "BadDeviceToken"), (_, "DeviceTokenNotForTopic"):
+            return PushResult(outcome: .tokenInvalid, httpStatus: status, reason: reason, providerID: apnsID, detail: detail)
+        case (_, "ExpiredProviderToken"):
+            return PushResult(outcome: .retry, httpStatus: status, reason: reason, providerID: apnsID)
+        case (429, _), (_, "TooManyRequests"), (_, "TooManyProviderTokenUpdates"), (_, "IdleTimeout"),
+             (_, "InternalServerError"), (_, "ServiceUnavailable"), (_, "Shutdown"), (500...599, _):
+            return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, providerID: apnsID)
+        default:
+            // BadCollapseId, BadExpirationDate, BadMessageId, BadPriority, BadTopic, DuplicateHeaders,
+            // InvalidPushType, MissingDeviceToken, MissingTopic, PayloadEmpty, TopicDisallowed,
+            // BadCertificate*, Forbidden, InvalidProviderToken, MissingProviderToken, BadPath,
+            // MethodNotAllowed, PayloadTooLarge, …: our request or configuration is wrong, and
+            // sending it again will not change the answer.
+            return PushResult(outcome: .failed, httpStatus: status, reason: reason, providerID: apnsID, detail: detail)
+        }
+    }
+}
+
+/// `Retry-After`: delay-seconds or an HTTP date.
+enum RetryAfter {
+    static func parse(_ value: String) -> TimeInterval? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(trimmed) { return max(0, seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: trimmed).map { max(0, $0.timeIntervalSinceNow) }
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        var text = self
+        while text.hasSuffix(suffix) { text.removeLast(suffix.count) }
+        return text
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import PortariaCore
+
+/// The fields of a Google service-account JSON file that FCM v1 needs.
+public struct FCMServiceAccount: Decodable, Sendable {
+    public var projectID: String
+    public var clientEmail: String
+    public var privateKey: String
+    public var privateKeyID: String?
+    /// Where the OAuth2 JWT-bearer grant is posted (Google's is https://oauth2.googleapis.com/token).
+    public var tokenURI: String
+
+    enum CodingKeys: String, CodingKey {
+        case projectID = "project_id"
+        case clientEmail = "client_email"
+        case privateKey = "private_key"
+        case privateKeyID = "private_key_id"
+        case tokenURI = "token_uri"
+    }
+
+    public static func load(path: String) throws -> FCMServiceAccount {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ProviderKey.KeyError("cannot read FCM service account \(path)")
+        }
+        do { return try JSONDecoder().decode(FCMServiceAccount.self, from: data) } catch {
+            throw ProviderKey.KeyError("FCM service account \(path) lacks project_id, client_email, private_key or token_uri")
+        }
+    }
+}
+
+/// An OAuth2 access token for FCM, fetched with a signed JWT (RFC 7523) and reused until
+/// shortly before it expires. One fetch at a time: concurrent sends wait for the same one.
+actor FCMAccessTokens {
+    private let account: FCMServiceAccount
+    private let key: ProviderKey
+    private let client: HTTP2Client
+    private let now: @Sendable () -> Date
+    private var cached: (token: String, expiresAt: Date)?
+    private var pending: Task<(String, Date), any Error>?
+    private(set) var fetched = 0
+    /// Refresh this long before `expires_in` runs out, so no send carries a token that
+    /// expires in flight.
+    static let margin: TimeInterval = 300
+
+    init(account: FCMServiceAccount, key: ProviderKey, client: HTTP2Client, now: @escaping @Sendable () -> Date) {
+        self.account = account
+        self.key = key
+        self.client = client
+        self.now = now
+    }
+
+    func token() async throws -> String {
+        if let cached, now() < cached.expiresAt.addingTimeInterval(-Self.margin) { return cached.token }
+        if let pending { return try await pending.value.0 }
+        let task = Task { try await self.fetch() }
+        pending = task
+        defer { pending = nil }
+        let (token, expiresAt) = try await task.value
+        cached = (token, expiresAt)
+        return token
+    }
+
+    /// After a 401: forget `stale` so the next `token()` fetches.
+    func invalidate(_ stale: String) {
+        if cached?.token == stale { cached = nil }
+    }
+
+    private func fetch() async throws -> (String, Date) {
+        fetched += 1
+        let issued = now()
+        let iat = Int64(issued.timeIntervalSince1970)
+        var header: [String: JSONValueLike] = ["typ": .string("JWT")]
+        if let kid = account.privateKeyID { header["kid"] = .string(kid) }
+        let assertion = try key.jwt(header: header, claims: [
+            "iss": .string(account.clientEmail),
+            "scope": .string("https://www.googleapis.com/auth/firebase.messaging"),
+            "aud": .string(account.tokenURI),
+            "iat": .int(iat),
+            "exp": .int(iat + 3600),
+        ])
+        let form = "grant_type=" + formEncode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion=" + formEncode(assertion)
+        let response = try await client.send(OutboundRequest(method: "POST", url: account.tokenURI,
+                                                             headers: [("content-type", "application/x-www-form-urlencoded")],
+                                                             body: Array(form.utf8), timeout: 10))
+        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
+        guard response.status == 200, let token = json?["access_token"]?.stringValue else {
+            let error = json?["error"]?.stringValue ?? "HTTP \(response.status)"
+            throw OutboundHTTPError.transport("FCM OAuth token request refused: \(error)")
+        }
+        var lifetime: TimeInterval = 3600
+        if case .number(let seconds)? = json?["expires_in"] { lifetime = seconds }
+        return (token, issued.addingTimeInterval(lifetime))
+    }
+
+    private func formEncode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
+
+/// FCM HTTP v1 (`POST {endpoint}/v1/projects/{project}/messages:send`) over HTTP/2.
+public final class FCMProvider: PushProvider {
+    public let name = "fcm"
+    public let account: FCMServiceAccount
+    public let endpoint: String
+    public let client: HTTP2Client
+    let tokens: FCMAccessTokens
+    let now: @Sendable () -> Date
+    /// FCM's limit on a message's data payload.
+    public static let dataLimit = 4096
+    /// Google asks for at least a minute's pause after QUOTA_EXCEEDED.
+    public static let quotaBackoff: TimeInterval = 60
+
+    public init(serviceAccountFile: String, endpoint: String = "https://fcm.googleapis.com", caFile: String? = nil,
+                log: Log = .shared, now: @escaping @Sendable () -> Date = { Date() }) throws {
+        account = try FCMServiceAccount.load(path: serviceAccountFile)
+        let key = try ProviderKey(pem: account.privateKey)
+        guard key.algorithm == .rs256 else { throw ProviderKey.KeyError("the FCM service account key must be RSA") }
+        self.endpoint = endpoint.trimmingSuffix("/")
+        self.now = now
+        client = try HTTP2Client(caFile: caFile, label: "fcm", log: log)
+        tokens = FCMAccessTokens(account: account, key: key, client: client, now: now)
+    }
+
+    public func shutdown() { client.shutdown() }
+
+    /// OAuth token fetches so far (tests assert caching).
+    public func accessTokensFetched() async -> Int { await tokens.fetched }
+
+    /// The `message` object: a data message (the app builds the CallStyle or actionable
+    /// notification itself), HIGH priority so Doze delivers it now, `ttl` = what is left of
+    /// the window. FCM requires every data value to be a string.
+    public func render(_ push: OutgoingPush) -> JSONValue {
+        let m = push.message
+        var data: [String: JSONValue] = ["push_id": .string(push.pushID)]
+        if let visit = m.visitID { data["visit_id"] = .string(visit) }
+        switch push.kind {
+        case .visitRing: data["type"] = "visit.ring"
+        case .ringCancelled: data["type"] = "visit.ring_cancelled"
+        case .delivery: data["type"] = "delivery"
+        case .test: data["type"] = "test"
+        }
+        if push.kind == .visitRing || push.kind == .delivery {
+            data["caller_name"] = .string(String((m.callerName ?? "Visitante").prefix(200)))
+            data["unit_label"] = .string(m.unitLabel ?? "")
+            data["kind"] = .string(m.visitKind ?? (push.kind == .delivery ? "delivery" : "visit"))
+            data["expires_at"] = .string(Timestamp.format(push.deadline))
+            data["geofence_status"] = .string(m.geofence?.status ?? "unknown")
+            if let distance = m.geofence?.distanceM { data["geofence_distance_m"] = .string(String(Int(distance.rounded()))) }
+            if let carrier = m.carrier { data["carrier"] = .string(carrier) }
+        }
+        if push.kind == .ringCancelled { data["reason"] = .string(m.reason ?? "resolved") }
+        if push.kind == .test { data["text"] = .string(m.text ?? "Se você vê isto, as notificações chegam.") }
+        let ttl = max(1, Int(push.deadline.timeIntervalSince(now()).rounded(.down)))
+        return .object(["message": .object([
+            "token": .string(push.token),
+            "data": .object(data),
+            "android": .object(["priority": "HIGH", "ttl": .string("\(ttl)s")]),
+        ])])
+    }
+
+    public func send(_ push: OutgoingPush) async -> PushResult {
+        let body = render(push)
+        if case .object(let data)? = body["message"]?["data"] {
+            let size = data.reduce(0) { $0 + $1.key.utf8.count + ($1.value.stringValue?.utf8.count ?? 0) }
+            guard size <= Self.dataLimit else {
+                return PushResult(outcome: .failed, reason: "PAYLOAD_TOO_LARGE", detail: "\(size) bytes > \(Self.dataLimit) (checked before sending)")
+            }
+        }
+        let payload = Array(body.jsonText.utf8)
+        var result = await exchange(payload)
+        if result.outcome == .retry, result.httpStatus == nil, result.reason == "transport" {
+            result = await exchange(payload)  // stale connection (GOAWAY): once more on a new one
+        }
+        return result
+    }
+
+    private func exchange(_ payload: [UInt8], reauthorized: Bool = false) async -> PushResult {
+        let accessToken: String
+        do { accessToken = try await tokens.token() } catch {
+            return PushResult(outcome: .retry, reason: "OAUTH", detail: "\(error)")
+        }
+        let url = "\(endpoint)/v1/projects/\(account.projectID)/messages:send"
+        let response: OutboundResponse
+        do {
+            response = try await client.send(OutboundRequest(method: "POST", url: url, headers: [
+                ("authorization", "Bearer \(accessToken)"), ("content-type", "application/json; UTF-8"),
+            ], body: payload, timeout: 10))
+        } catch {
+            return PushResult(outcome: .retry, reason: "transport", detail: "\(error)")
+        }
+        if response.status == 401, !reauthorized {
+            let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
+            if json?["error"]?["status"]?.stringValue == "UNAUTHENTICATED" {
+                // Our access token was revoked or expired early: fetch a new one, once.
+                await tokens.invalidate(accessToken)
+                return await exchange(payload, reauthorized: true)
+            }
+        }
+        return Self.interpret(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    /// FCM v1 errors: the specific code is in `error.details[].errorCode`
+    /// (`type.googleapis.com/google.firebase.fcm.v1.FcmError`), the generic one in `error.status`.
+    public static func interpret(status: Int, headers: [String: String], body: [UInt8]) -> PushResult {
+        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))
+        if status == 200 { return PushResult(outcome: .accepted, httpStatus: 200, providerID: json?["name"]?.stringValue) }
+        var code = json?["error"]?["status"]?.stringValue
+        if case .array(let details)? = json?["error"]?["details"] {
+            for detail in details { if let specific = detail["errorCode"]?.stringValue { code = specific; break } }
+        }
+        let reason = code ?? "HTTP \(status)"
+        let message = json?["error"]?["message"]?.stringValue
+        var retryAfter = headers["retry-after"].flatMap(RetryAfter.parse)
+        switch reason {
+        case "UNREGISTERED", "INVALID_ARGUMENT", "SENDER_ID_MISMATCH":
+            return PushResult(outcome: .tokenInvalid, httpStatus: status, reason: reason, detail: message)
+        case "QUOTA_EXCEEDED":
+            retryAfter = max(retryAfter ?? 0, quotaBackoff)
+            return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, detail: message)
+        case "UNAVAILABLE", "INTERNAL":
+            return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, detail: message)
+        default:
+            if status == 429 || status >= 500 {
+                return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, detail: message)
+            }
+            // THIRD_PARTY_AUTH_ERROR (APNs credentials in Firebase), PERMISSION_DENIED, …: configuration.
+            return PushResult(outcome: .failed, httpStatus: status, reason: reason, detail: message)
+        }
+    }
+}

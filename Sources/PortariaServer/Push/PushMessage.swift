@@ -1,0 +1,186 @@
+import Foundation
+import PortariaCore
+
+/// Why a push is sent. Each kind renders differently per platform (DESIGN §3 "Push").
+public enum PushKind: String, Sendable, Codable, CaseIterable {
+    /// "Ring now": VoIP push on iOS, HIGH data message on Android.
+    case visitRing = "visit_ring"
+    /// The ring stopped (answered elsewhere, resolved, expired).
+    case ringCancelled = "ring_cancelled"
+    /// A courier at the gate: an actionable notification.
+    case delivery
+    /// `portaria admin push-test`.
+    case test
+}
+
+/// What the event wants the phone to know, independent of the provider. Rendered into an
+/// APNs payload or FCM data message at send time, so a job queued before a deploy still
+/// renders with the code that sends it.
+public struct PushMessage: Codable, Sendable, Equatable {
+    public struct Geofence: Codable, Sendable, Equatable {
+        /// `at_entrance`, `away` or `unknown`.
+        public var status: String
+        public var distanceM: Double?
+        public init(status: String, distanceM: Double? = nil) {
+            self.status = status
+            self.distanceM = distanceM
+        }
+        enum CodingKeys: String, CodingKey {
+            case status
+            case distanceM = "distance_m"
+        }
+    }
+
+    public var visitID: String?
+    public var callerName: String?
+    public var unitLabel: String?
+    /// `visit` or `delivery`.
+    public var visitKind: String?
+    public var carrier: String?
+    public var geofence: Geofence?
+    /// For `ring_cancelled`: `answered_elsewhere`, `resolved`, `expired`.
+    public var reason: String?
+    /// Free text for `test` pushes.
+    public var text: String?
+
+    public init(visitID: String? = nil, callerName: String? = nil, unitLabel: String? = nil, visitKind: String? = nil,
+                carrier: String? = nil, geofence: Geofence? = nil, reason: String? = nil, text: String? = nil) {
+        self.visitID = visitID
+        self.callerName = callerName
+        self.unitLabel = unitLabel
+        self.visitKind = visitKind
+        self.carrier = carrier
+        self.geofence = geofence
+        self.reason = reason
+        self.text = text
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case visitID = "visit_id"
+        case callerName = "caller_name"
+        case unitLabel = "unit_label"
+        case visitKind = "kind"
+        case carrier, geofence, reason, text
+    }
+}
+
+/// One push ready for a provider: the job's push id, the token to use and the message.
+public struct OutgoingPush: Sendable, Equatable {
+    public enum TokenKind: String, Sendable { case push, voip }
+
+    public var pushID: String
+    public var kind: PushKind
+    public var platform: String
+    public var tokenKind: TokenKind
+    public var token: String
+    public var message: PushMessage
+    /// After this instant the push is worthless (a ring nobody can answer any more).
+    public var deadline: Date
+    public var attempt: Int
+
+    public init(pushID: String, kind: PushKind, platform: String, tokenKind: TokenKind, token: String,
+                message: PushMessage, deadline: Date, attempt: Int = 1) {
+        self.pushID = pushID
+        self.kind = kind
+        self.platform = platform
+        self.tokenKind = tokenKind
+        self.token = token
+        self.message = message
+        self.deadline = deadline
+        self.attempt = attempt
+    }
+}
+
+/// A provider's answer, reduced to what the outbox must do next.
+public struct PushResult: Sendable, Equatable, CustomStringConvertible {
+    public enum Outcome: String, Sendable {
+        /// The provider took it. Delivery is proven only by the app's receipt.
+        case accepted
+        /// The token is dead for good (Unregistered, BadDeviceToken, UNREGISTERED, …): deactivate it.
+        case tokenInvalid = "token_invalid"
+        /// Worth trying again later (429, 5xx, connection lost).
+        case retry
+        /// Refused for a reason retrying will not fix (payload, configuration).
+        case failed
+    }
+
+    public var outcome: Outcome
+    public var httpStatus: Int?
+    /// The provider's reason string (`Unregistered`, `QUOTA_EXCEEDED`, …) or a transport error.
+    public var reason: String?
+    /// The soonest the provider wants to hear from us again.
+    public var retryAfter: TimeInterval?
+    /// `apns-id` or the FCM message name.
+    public var providerID: String?
+    /// Extra detail for the log and the admin panel (e.g. APNs' `timestamp` of an Unregistered token).
+    public var detail: String?
+
+    public init(outcome: Outcome, httpStatus: Int? = nil, reason: String? = nil, retryAfter: TimeInterval? = nil,
+                providerID: String? = nil, detail: String? = nil) {
+        self.outcome = outcome
+        self.httpStatus = httpStatus
+        self.reason = reason
+        self.retryAfter = retryAfter
+        self.providerID = providerID
+        self.detail = detail
+    }
+
+    public var description: String {
+        var text = outcome.rawValue
+        if let httpStatus { text += " \(httpStatus)" }
+        if let reason { text += " \(reason)" }
+        if let detail { text += " (\(detail))" }
+        if let retryAfter { text += " retry after \(Int(retryAfter)) s" }
+        return text
+    }
+}
+
+/// A push service (APNs, FCM, or the log). Implementations never throw: every failure is
+/// a `PushResult` the outbox knows how to handle.
+public protocol PushProvider: Sendable {
+    /// `apns`, `fcm` or `log`, recorded with every attempt.
+    var name: String { get }
+    func send(_ push: OutgoingPush) async -> PushResult
+}
+
+/// Picks the provider for a device's platform.
+public struct PushProviders: Sendable {
+    public var apns: any PushProvider
+    public var fcm: any PushProvider
+    public var web: any PushProvider
+
+    public init(apns: any PushProvider, fcm: any PushProvider, web: any PushProvider) {
+        self.apns = apns
+        self.fcm = fcm
+        self.web = web
+    }
+
+    public func provider(for platform: String) -> any PushProvider {
+        switch platform {
+        case "ios": return apns
+        case "android": return fcm
+        default: return web
+        }
+    }
+}
+
+/// Used when no credentials are configured (the demo): writes what it would have sent to
+/// the log and reports it accepted. It says so at startup and on every push.
+public struct LogPushProvider: PushProvider {
+    public let name = "log"
+    public let platform: String
+    let log: Log
+
+    public init(platform: String, log: Log = .shared) {
+        self.platform = platform
+        self.log = log
+    }
+
+    public func send(_ push: OutgoingPush) async -> PushResult {
+        log.warning("push NOT sent: log-only push sender (no \(platform == "ios" ? "APNs" : platform == "android" ? "FCM" : "web push") credentials configured)",
+                    ["push_id": .string(push.pushID), "kind": .string(push.kind.rawValue), "platform": .string(push.platform),
+                     "token_kind": .string(push.tokenKind.rawValue), "token_suffix": .string(String(push.token.suffix(6))),
+                     "visit_id": push.message.visitID.map(JSONValue.string) ?? .null])
+        return PushResult(outcome: .accepted, reason: "logged only", providerID: push.pushID, detail: "log-only sender")
+    }
+}

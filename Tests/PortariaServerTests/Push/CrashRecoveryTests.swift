@@ -1,0 +1,98 @@
+import Foundation
+import PortariaCore
+@testable import PortariaServer
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `portaria serve` binary, killed with SIGKILL mid-push: no job is lost.
+@Suite("Outbox survives kill -9", .serialized)
+struct CrashRecoveryTests {
+    static let binary: String = ProcessInfo.processInfo.environment["PORTARIA_BIN"]
+        ?? Repository.root + "/.build/debug/portaria"
+    static var available: Bool { FileManager.default.isExecutableFile(atPath: binary) }
+
+    static func serve(_ arguments: [String], log: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve"] + arguments
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        handle.seekToEndOfFile()
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
+    @Test("a push in flight when the server is killed is delivered after restart; jobs queued while down too",
+          .enabled(if: available))
+    func killMinus9() async throws {
+        let pki = try TestPKI.make()
+        defer { pki.remove() }
+        let slow = hexToken(), queuedWhileDown = hexToken()
+        // The first answer for `slow` takes 5 s: the server is killed while waiting for it.
+        let fake = try FakeServer("fake_apns", arguments: [
+            "--cert", pki.serverCert, "--key", pki.serverKey, "--public-key", pki.apnsPublicKey,
+            "--key-id", APNsFixture.keyID, "--team-id", APNsFixture.teamID, "--bundle", APNsFixture.bundle,
+        ], script: [slow: [.object(["status": 200, "delay": 5])]], directory: pki.directory)
+        defer { fake.stop() }
+        let databaseURL = "sqlite://\(pki.directory)/crash.db"
+        let log = pki.directory + "/serve.log"
+        let arguments = ["--demo", "--port", "0", "--database", databaseURL, "--push-lease-seconds", "3",
+                         "--apns-key-file", pki.apnsKey, "--apns-key-id", APNsFixture.keyID, "--apns-team-id", APNsFixture.teamID,
+                         "--apns-topic", APNsFixture.bundle, "--apns-endpoint", fake.url, "--ca-file", pki.caFile]
+        var server = try Self.serve(arguments, log: log)
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+
+        // Wait for the schema and demo data, then register Maria's iPhone and queue a ring.
+        let database = try await DatabaseFactory.open(url: databaseURL)
+        defer { Task { await database.close() } }
+        let maria = try await Self.waitForUser("maria", database)
+        let devices = DeviceStore(database: database)
+        _ = try await devices.register(userID: maria, DeviceRegistration(installationID: "crash-1", platform: "ios",
+                                                                          pushToken: hexToken(), voipToken: slow))
+        let first = try await database.write { db in
+            try PushOutbox.enqueue(db, PushRequest(userID: maria, kind: .visitRing, message: ringMessage(), deadline: Date().addingTimeInterval(60)))
+        }
+        // Once the request is on the wire (the fake has seen it), kill -9.
+        try await Self.until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == first[0].pushID } }
+        kill(server.processIdentifier, SIGKILL)
+        for _ in 0..<200 where server.isRunning { usleep(10_000) }
+        let sending = try await database.read { db in try db.queryOne("SELECT status FROM push_jobs WHERE id = ?", .text(first[0].pushID)) }
+        #expect(sending?.string("status") == "sending")
+
+        // While the server is down another device is registered and rung.
+        _ = try await devices.register(userID: try await Self.waitForUser("joao", database),
+                                       DeviceRegistration(installationID: "crash-2", platform: "ios", pushToken: hexToken(), voipToken: queuedWhileDown))
+        let second = try await database.write { db in
+            try PushOutbox.enqueue(db, PushRequest(userID: try db.queryOne("SELECT id FROM users WHERE username = 'joao'", [])!.string("id")!,
+                                                   kind: .visitRing, message: ringMessage(), deadline: Date().addingTimeInterval(60)))
+        }
+        server = try Self.serve(arguments, log: log)
+        let rows = try await waitForJobs(database, (first + second).map(\.pushID), timeout: 30)
+        #expect(rows[first[0].pushID]?.string("status") == "sent")
+        #expect(rows[first[0].pushID]?.int("attempts") == 2, "claimed again after its lease ran out")
+        #expect(rows[second[0].pushID]?.string("status") == "sent")
+        kill(server.processIdentifier, SIGTERM)
+        for _ in 0..<300 where server.isRunning { usleep(10_000) }
+    }
+
+    static func waitForUser(_ username: String, _ database: any SQLDatabase) async throws -> String {
+        var id: String?
+        try await until(timeout: 30) {
+            id = try? await database.read { db in try db.queryOne("SELECT id FROM users WHERE username = ?", .text(username))?.string("id") }
+            return id != nil
+        }
+        return id!
+    }
+
+    static func until(timeout: TimeInterval, _ condition: () async throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try await !condition() {
+            if Date() > deadline { throw FixtureError("condition not met within \(timeout) s") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}

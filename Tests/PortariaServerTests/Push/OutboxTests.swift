@@ -1,0 +1,191 @@
+import Foundation
+import PortariaCore
+@testable import PortariaServer
+import Testing
+
+@Suite("Push outbox, receipts and health", .serialized)
+struct OutboxTests {
+    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+
+    @Test("jobs commit and roll back with the caller's transaction", arguments: backends)
+    func transactional(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            try await fixture.register("maria")
+            let maria = try await fixture.userID("maria")
+            struct Boom: Error {}
+            do {
+                try await fixture.database.write { db in
+                    try PushOutbox.enqueue(db, PushRequest(userID: maria, kind: .visitRing, message: ringMessage(), deadline: Date().addingTimeInterval(20)))
+                    throw Boom()
+                }
+            } catch is Boom {}
+            let count = try await fixture.database.read { db in try db.queryOne("SELECT COUNT(*) AS n FROM push_jobs", [])?.int("n") }
+            #expect(count == 0)
+            // Maria's A-101 ring reaches her iPhone as VoIP; a web device gets nothing.
+            try await fixture.register("maria", platform: "web", pushToken: "https://push.example/sub/1")
+            let jobs = try await fixture.enqueue(PushRequest(userIDs: [maria], kind: .visitRing, message: ringMessage(), deadline: Date().addingTimeInterval(20)))
+            #expect(jobs.map(\.platform) == ["ios"])
+        }
+    }
+
+    @Test("a crashed worker's lease runs out and another claims the job; the stale worker cannot record", arguments: backends)
+    func leaseReclaim(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            try await fixture.register("maria")
+            let jobs = try await fixture.enqueue(PushRequest(userID: try await fixture.userID("maria"), kind: .delivery,
+                                                             message: ringMessage(), deadline: Date().addingTimeInterval(600)))
+            let provider = CountingProvider()
+            var configuration = testWorkerConfiguration()
+            configuration.lease = 30
+            let crashed = PushWorker(database: fixture.database, providers: provider.providers, configuration: configuration, instanceID: "crashed")
+            let claimed = try await crashed.claim(limit: 10)
+            #expect(claimed.count == 1)
+            // While the lease holds, nobody else gets it.
+            let other = PushWorker(database: fixture.database, providers: provider.providers, configuration: configuration, instanceID: "other")
+            #expect(try await other.claim(limit: 10).isEmpty)
+            // 31 s later (the crashed instance never came back) it is claimed again.
+            let later = PushWorker(database: fixture.database, providers: provider.providers, configuration: configuration,
+                                   instanceID: "later", now: { Date().addingTimeInterval(31) })
+            let reclaimed = try await later.claim(limit: 10)
+            #expect(reclaimed.map(\.push.pushID) == jobs.map(\.pushID))
+            #expect(reclaimed.first?.attempt == 2)
+            await later.deliver(reclaimed[0])
+            // The stale worker wakes up and tries to record: ignored.
+            await crashed.deliver(claimed[0])
+            let row = try await fixture.database.read { db in try db.queryOne("SELECT * FROM push_jobs WHERE id = ?", .text(jobs[0].pushID)) }
+            #expect(row?.string("status") == "sent")
+            let attempts = try await fixture.database.read { db in try db.query("SELECT instance FROM push_attempts", []) }
+            #expect(attempts.compactMap { $0.string("instance") } == ["later"])
+        }
+    }
+
+    @Test("two instances on one database: every job sent exactly once", arguments: backends)
+    func twoInstances(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            var users: [String] = []
+            for name in ["maria", "joao", "ana", "carlos"] {
+                users.append(try await fixture.userID(name))
+                try await fixture.register(name)
+                try await fixture.register(name, platform: "android", pushToken: "fcm-\(UUID().uuidString)")
+            }
+            let provider = CountingProvider(delay: .milliseconds(2))
+            let second = backend == .postgres ? try await fixture.auth.storage.openAnother() : fixture.database
+            var configuration = testWorkerConfiguration()
+            configuration.concurrency = 8
+            let a = PushWorker(database: fixture.database, providers: provider.providers, configuration: configuration, instanceID: "a")
+            let b = PushWorker(database: second, providers: provider.providers, configuration: configuration, instanceID: "b")
+            a.start()
+            b.start()
+            var all: [EnqueuedPush] = []
+            for _ in 0..<25 {
+                all += try await fixture.enqueue(PushRequest(userIDs: users, kind: .test, message: PushMessage(text: "x"),
+                                                             deadline: Date().addingTimeInterval(120)))
+            }
+            let rows = try await waitForJobs(fixture.database, all.map(\.pushID), timeout: 60)
+            await a.stop()
+            await b.stop()
+            if backend == .postgres { await second.close() }
+            #expect(all.count == 200)
+            #expect(rows.values.allSatisfy { $0.string("status") == "sent" })
+            let counts = provider.sent.current
+            #expect(counts.count == 200)
+            #expect(counts.values.allSatisfy { $0 == 1 }, "no job sent twice")
+            let instances = try await fixture.database.read { db in
+                try db.query("SELECT instance, COUNT(*) AS n FROM push_attempts GROUP BY instance", [])
+            }
+            print("two instances (\(backend)): " + instances.map { "\($0.string("instance") ?? "?")=\($0.int("n") ?? 0)" }.joined(separator: " "))
+        }
+    }
+
+    @Test("receipts: the device's user only, idempotent; unacked pushes count against the device", arguments: backends)
+    func receipts(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            let device = try await fixture.register("maria")
+            let maria = try await fixture.userID("maria")
+            let jobs = try await fixture.enqueue(PushRequest(userID: maria, kind: .test, message: PushMessage(), deadline: Date().addingTimeInterval(60)))
+            let worker = PushWorker(database: fixture.database, providers: CountingProvider().providers, configuration: testWorkerConfiguration())
+            for job in try await worker.claim(limit: 10) { await worker.deliver(job) }
+            let demo = try await fixture.companyID("Residencial Demo")
+
+            // Accepted by the provider, never acknowledged: after the grace period, failing.
+            var receipts = PushReceipts(database: fixture.database)
+            receipts.now = { Date().addingTimeInterval(600) }
+            let before = try await receipts.health(companyID: demo)
+            #expect(before.devices.first?.status == "failing")
+            #expect(before.devices.first?.unackedPushes == 1)
+
+            let path = "/v1/push/\(jobs[0].pushID)/ack"
+            #expect(await fixture.client.call("POST", path, token: try await fixture.login("joao")).status == 404)
+            let first = await fixture.client.call("POST", path, token: try await fixture.login("maria"))
+            #expect(first.status == 200)
+            let second = await fixture.client.call("POST", path, token: try await fixture.login("maria"))
+            #expect(second.status == 200)
+            #expect(first.body["acked_at"] == second.body["acked_at"])
+            #expect(await fixture.client.call("POST", "/v1/push/\(UUID().uuidString)/ack", token: try await fixture.login("maria")).status == 404)
+            #expect(await fixture.client.call("POST", path).status == 401)
+
+            let after = try await receipts.health(companyID: demo)
+            let entry = try #require(after.devices.first { $0.deviceID == device.id })
+            #expect(entry.status == "healthy")
+            #expect(entry.consecutiveFailures == 0)
+            #expect(entry.lastAckAt != nil)
+        }
+    }
+
+    @Test("push health is company-scoped, failing first, with risk flags", arguments: backends)
+    func health(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            let demo = try await fixture.companyID("Residencial Demo")
+            try await fixture.register("joao", platform: "android", pushToken: "fcm-joao",
+                                       capabilities: .init(notificationsEnabled: false, fullScreenIntentAllowed: false,
+                                                           ignoringBatteryOptimizations: false, manufacturer: "Xiaomi", osVersion: "14"))
+            let ana = try await fixture.register("ana")
+            try await fixture.register("carlos", platform: "android", pushToken: "fcm-carlos")  // Condomínio Azul only
+            try await fixture.database.write { db in
+                try db.execute("UPDATE devices SET consecutive_failures = 2, last_error = 'Unregistered' WHERE id = ?", .text(ana.id))
+                try db.execute("UPDATE devices SET token_refreshed_at = ? WHERE push_token = 'fcm-joao'", .date(Date().addingTimeInterval(-40 * 86_400)))
+            }
+            let admin = try await fixture.login("admin")
+            let response = await fixture.client.call("GET", "/v1/admin/push_health", token: admin)
+            #expect(response.status == 200)
+            guard case .array(let devices)? = response.body["devices"] else { Issue.record("no devices: \(response.body)"); return }
+            #expect(devices.count == 2, "carlos is in another company")
+            #expect(devices.first?["user"]?["username"]?.stringValue == "ana")
+            #expect(devices.first?["status"]?.stringValue == "failing")
+            #expect(devices.first?["last_provider_error"]?.stringValue == "Unregistered")
+            let joao = try #require(devices.first { $0["user"]?["username"]?.stringValue == "joao" })
+            guard case .array(let flags)? = joao["risk_flags"] else { Issue.record("no flags"); return }
+            #expect(Set(flags.compactMap(\.stringValue)) == ["notifications_disabled", "full_screen_intent_revoked",
+                                                             "battery_optimization", "token_stale"])
+            #expect(joao["token_age_days"]?.intValue == 40)
+            #expect(response.body["summary"]?["failing"]?.intValue == 1)
+            // Residents may not see it.
+            #expect(await fixture.client.call("GET", "/v1/admin/push_health", token: try await fixture.login("maria"), company: demo).status == 403)
+        }
+    }
+
+    @Test("retry policy: exponential, jittered, capped, never before Retry-After")
+    func retryPolicy() {
+        let policy = PushRetryPolicy(base: 1, cap: 60, maxAttempts: 8, jitter: 0.5)
+        for attempt in 1...10 {
+            let full = min(60, pow(2, Double(attempt - 1)))
+            let delay = policy.delay(afterAttempt: attempt, retryAfter: nil)
+            #expect(delay >= full * 0.5 && delay <= full)
+        }
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 60) == 60)
+    }
+
+    @Test("static files: /admin/ serves the page; traversal is impossible")
+    func staticFiles() async throws {
+        let client = RouteClient()
+        StaticFiles(root: Repository.root + "/Web").register(on: client.router, section: "admin")
+        for name in ["..", "...", ".env", "..%2F..%2FPackage.swift", "a/b", "%2e%2e", "index.html%00"] {
+            #expect(!StaticFiles.isSafeName(name.removingPercentEncoding ?? name), "\(name)")
+        }
+        #expect(await client.call("GET", "/admin/..%2F..%2FPackage.swift").status == 404)
+        #expect(await client.call("GET", "/admin/%2e%2e").status == 404)
+        #expect(await client.call("GET", "/admin/missing.js").status == 404)
+        #expect(await client.call("GET", "/admin").status == 301)
+        #expect(StaticFiles.isSafeName("index.html") && StaticFiles.isSafeName("app.js"))
+    }
+}
