@@ -6,9 +6,24 @@ enum BenchCommand {
         usage: portaria-bench ws --url http://127.0.0.1:PORT [--connections 10000]
                                  [--server-pid PID] [--broadcasts 20] [--payload-bytes 64]
 
-        ws   opens N idle WebSockets to /v1/bench/ws (server started with
-             --enable-bench-routes), reports the server's resident memory per idle
-             connection (from /proc/PID/status) and the latency of broadcasts to all N.
+               portaria-bench realtime --url http://127.0.0.1:PORT [--connections 5000] [--visits 20]
+                                 [--second-url http://127.0.0.1:PORT2] [--server-pid PID]
+                                 [--second-server-pid PID2] [--label sqlite|postgres]
+               portaria-bench visits --url http://127.0.0.1:PORT [--concurrency 50] [--requests 2000]
+                                 [--warmup 100] [--label sqlite|postgres]
+
+        ws        opens N idle WebSockets to /v1/bench/ws (server started with
+                  --enable-bench-routes), reports the server's resident memory per idle
+                  connection (from /proc/PID/status) and the latency of broadcasts to all N.
+        realtime  the demo operator opens N sockets to /v1/realtime (server started with
+                  --realtime-connections-per-user ≥ N and --gate-limit 1000000); each visit
+                  created at demo-gate is timed from before its POST to its visit.created
+                  frame on every socket. --second-url: sockets on a second instance of the
+                  same PostgreSQL database, visits created on the first (NOTIFY path).
+        visits    /healthz, gate POST and resolve (fresh visit and Idempotency-Key each) at
+                  C closed-loop clients: throughput, ratio to /healthz, percentiles.
+
+        Lines starting with RESULT are for bench/run's summary.
         """
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -22,6 +37,16 @@ enum BenchCommand {
                 #else
                 throw BenchError("the WebSocket benchmark needs Linux (epoll)")
                 #endif
+            case "realtime":
+                #if canImport(Glibc)
+                try await RealtimeBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
+                return 0
+                #else
+                throw BenchError("the realtime benchmark needs Linux (epoll)")
+                #endif
+            case "visits":
+                try await VisitsBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
+                return 0
             case "help", "--help", "-h":
                 print(usage)
                 return 0

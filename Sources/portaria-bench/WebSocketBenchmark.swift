@@ -45,40 +45,8 @@ struct WebSocketBenchmark {
         let ownBefore = residentKilobytes(Int(getpid()))
         print("websocket fan-out: \(connections) idle connections to \(socketURL)")
 
-        // Open the sockets, `concurrency` handshakes in flight at a time.
-        let connectStart = MonotonicClock.now()
-        var opened: [WebSocketConnection] = []
-        var failures: [String: Int] = [:]
-        opened.reserveCapacity(connections)
-        try await withThrowingTaskGroup(of: Result<WebSocketConnection, WebSocketClientError>.self) { group in
-            var started = 0
-            func startOne() {
-                group.addTask {
-                    do {
-                        return .success(try await WebSocketClient.connect(
-                            url: socketURL, configuration: .client, loop: loop,
-                            timeout: .seconds(30), handlers: handlers))
-                    } catch let error as WebSocketClientError {
-                        return .failure(error)
-                    }
-                }
-                started += 1
-            }
-            while started < min(concurrency, connections) { startOne() }
-            while let result = try await group.next() {
-                switch result {
-                case .success(let connection): opened.append(connection)
-                case .failure(let error): failures[error.description, default: 0] += 1
-                }
-                if started < connections { startOne() }
-            }
-        }
-        let connectSeconds = Double(MonotonicClock.now() - connectStart) / 1e9
-        print(String(format: "  opened %d in %.2f s (%.0f handshakes/s)", opened.count, connectSeconds,
-                     Double(opened.count) / max(connectSeconds, 1e-9)))
-        for (reason, count) in failures.sorted(by: { $0.value > $1.value }) {
-            print("  failed: \(count) × \(reason)")
-        }
+        let (opened, _, _) = await openWebSockets(count: connections, url: socketURL, concurrency: concurrency,
+                                                  loop: loop, handlers: handlers)
         guard !opened.isEmpty else { throw BenchError("no connection could be opened") }
 
         // A warm-up broadcast proves every socket has joined the server's hub.
@@ -88,6 +56,7 @@ struct WebSocketBenchmark {
             let perConnection = Double(after - before) * 1024 / Double(max(expected, 1))
             print(String(format: "  server RSS: %.1f MiB before, %.1f MiB with %d idle sockets → %.1f KiB per idle connection",
                          Double(before) / 1024, Double(after) / 1024, expected, perConnection / 1024))
+            printResult(scenario: "ws-idle-memory", database: "-", String(format: "kib_per_connection=%.2f n=%d", perConnection / 1024, expected))
         } else {
             print("  server RSS: not measured (pass --server-pid PID)")
         }
@@ -118,6 +87,8 @@ struct WebSocketBenchmark {
         print("    until all reached " + summary(completions))
         print("    server fan-out    " + summary(fanouts))
         print("  connections closed by the server during the run: \(recorder.closedCount)")
+        printResult(scenario: "ws-broadcast-delivery", database: "-", Percentiles(deliveries).fields)
+        printResult(scenario: "ws-broadcast-all", database: "-", Percentiles(completions).fields)
 
         for connection in opened { connection.close() }
         try await Task.sleep(for: .milliseconds(500))
@@ -157,23 +128,6 @@ struct WebSocketBenchmark {
         if let fanout = answer.fanout_ms { serverFanout.withLock { $0.append(fanout) } }
         return answer.connections
     }
-
-    private func summary(_ milliseconds: [Double]) -> String {
-        guard !milliseconds.isEmpty else { return "no samples" }
-        let sorted = milliseconds.sorted()
-        func percentile(_ fraction: Double) -> Double {
-            sorted[max(0, min(sorted.count - 1, Int((fraction * Double(sorted.count)).rounded(.up)) - 1))]
-        }
-        return String(format: "p50 %.2f ms  p95 %.2f ms  p99 %.2f ms  max %.2f ms  (n=%d)",
-                      percentile(0.50), percentile(0.95), percentile(0.99), sorted.last!, sorted.count)
-    }
-}
-
-/// VmRSS of a process in KiB, from `/proc/PID/status`.
-func residentKilobytes(_ pid: Int) -> Int? {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
-    return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
 }
 
 /// Arrival times of broadcast messages, written from the client loop thread and read by

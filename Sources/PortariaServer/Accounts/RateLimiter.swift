@@ -28,21 +28,25 @@ public struct RateLimiter: Sendable {
     /// Counts one event in `bucket` and returns the window after counting it.
     @discardableResult
     public func hit(_ bucket: String, window: TimeInterval, now: Date = Date()) async throws -> Window {
+        try await database.write { db in try Self.hit(db, bucket, window: window, now: now) }
+    }
+
+    /// The same count inside the caller's write transaction (the gate folds it into the
+    /// visit's own commit).
+    static func hit(_ db: any SQLConnection, _ bucket: String, window: TimeInterval, now: Date) throws -> Window {
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         let windowMs = Int64(window * 1000)
-        return try await database.write { db in
-            // One statement, so concurrent hits on PostgreSQL cannot lose a count.
-            let row = try db.queryOne("""
-                INSERT INTO rate_limits (bucket, window_start, count) VALUES (?, ?, 1)
-                ON CONFLICT (bucket) DO UPDATE SET
-                    count = CASE WHEN rate_limits.window_start + ? <= ? THEN 1 ELSE rate_limits.count + 1 END,
-                    window_start = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start END
-                RETURNING window_start, count
-                """, .text(bucket), .integer(nowMs), .integer(windowMs), .integer(nowMs),
-                     .integer(windowMs), .integer(nowMs), .integer(nowMs))
-            let start = row?.int("window_start") ?? nowMs
-            return Window(count: Int(row?.int("count") ?? 1), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
-        }
+        // One statement, so concurrent hits on PostgreSQL cannot lose a count.
+        let row = try db.queryOne("""
+            INSERT INTO rate_limits (bucket, window_start, count) VALUES (?, ?, 1)
+            ON CONFLICT (bucket) DO UPDATE SET
+                count = CASE WHEN rate_limits.window_start + ? <= ? THEN 1 ELSE rate_limits.count + 1 END,
+                window_start = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start END
+            RETURNING window_start, count
+            """, .text(bucket), .integer(nowMs), .integer(windowMs), .integer(nowMs),
+                 .integer(windowMs), .integer(nowMs), .integer(nowMs))
+        let start = row?.int("window_start") ?? nowMs
+        return Window(count: Int(row?.int("count") ?? 1), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
     }
 
     public func reset(_ bucket: String) async throws {

@@ -70,7 +70,9 @@ public final class Application: Sendable {
         visits = VisitsModule(database: database, authenticator: authenticator, configuration: visitsConfiguration, log: log)
         visits.register(on: router)
 
-        realtime = RealtimeFeed(database: database, hub: webSockets, log: log)
+        var realtimeLimits = RealtimeLimits()
+        if let perUser = configuration.realtimeConnectionsPerUser { realtimeLimits.connectionsPerUser = perUser }
+        realtime = RealtimeFeed(database: database, hub: webSockets, limits: realtimeLimits, log: log)
         realtime.follow(visits.bus)
         let feed = realtime
         auth.sessionEnded = { sessionID in feed.endSession(sessionID) }

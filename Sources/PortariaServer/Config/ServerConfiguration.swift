@@ -27,6 +27,9 @@ public struct ServerConfiguration: Sendable {
     public var retentionDays = 90
     /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
     public var benchRoutes = false
+    /// Realtime sockets one user may hold (`RealtimeLimits.connectionsPerUser`). Raised only by
+    /// `make bench`, whose one operator opens thousands of sockets; nil keeps the default.
+    public var realtimeConnectionsPerUser: Int?
     /// Where `docs/openapi.yaml` is read from for `GET /v1/openapi.yaml`.
     public var openAPIPath: String?
     /// How long a push worker holds a claimed job before another instance may take it.
@@ -65,6 +68,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("push-lease-seconds", help: "push job lease (default 60; tests shorten it)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
+        OptionSpec("realtime-connections-per-user", help: "realtime sockets per user (default 10; make bench raises it)", hidden: true),
     ]
 
     /// Builds and validates the configuration; throws `UsageError` naming the bad option.
@@ -104,6 +108,9 @@ public struct ServerConfiguration: Sendable {
         configuration.webDirectory = options.value("web-dir")
         configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))
         configuration.benchRoutes = options.flag("enable-bench-routes")
+        if options.value("realtime-connections-per-user") != nil {
+            configuration.realtimeConnectionsPerUser = try options.integer("realtime-connections-per-user", default: 10, range: 1...1_000_000)
+        }
         let apns = [configuration.apnsKeyFile, configuration.apnsKeyID, configuration.apnsTeamID, configuration.apnsTopic]
         if apns.contains(where: { $0 != nil }) && apns.contains(where: { $0 == nil }) {
             throw UsageError("APNs needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic")

@@ -3,15 +3,25 @@ import PortariaCore
 
 /// The idempotency contract of DESIGN §3 for visit actions.
 ///
-/// Two transactions per new key: the first commits an in-flight marker (so a duplicate
-/// arriving meanwhile is told `409 REQUEST_IN_PROGRESS` instead of waiting or acting
+/// PostgreSQL (several instances): two transactions per new key: the first commits an
+/// in-flight marker (so a duplicate arriving meanwhile, on any instance, is told
+/// `409 REQUEST_IN_PROGRESS` — or 422 if its body differs — instead of waiting or acting
 /// twice); the second performs the action *and* stores the answer in the same commit,
 /// before the answer leaves. A crash between the two leaves a marker that expires after
 /// `lease`; a crash after the second leaves a stored answer that the retry replays.
+///
+/// SQLite (one instance by design, decision 0002): the in-flight marker lives in this
+/// process instead (`inFlight`, with the request hash, so the 409/422 answers are the
+/// same) and the key row is inserted in the action's own transaction: one commit — one
+/// fsync under synchronous=FULL — per resolve instead of two. A crash loses the marker
+/// with the process, which is what `releaseOrphansAfterRestart` did to stored markers.
 struct IdempotencyStore: Sendable {
     let database: any SQLDatabase
     /// How long an in-flight marker blocks retries when its holder died.
     var lease: TimeInterval = 10
+    /// SQLite only: (user, key) → request hash of the requests running in this process.
+    /// A class, so every copy of the store shares it.
+    let inFlight = Locked<[String: String]>([:])
     /// Keys are kept at least 24 h; the retention job removes them after this.
     static let retention: TimeInterval = 48 * 3600
 
@@ -51,14 +61,17 @@ struct IdempotencyStore: Sendable {
     func run(userID: String, key: String, requestHash: String, now: Date,
              beforeWork: (@Sendable () async -> Void)? = nil,
              work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> (HTTPResponse, [EventRecord]) {
+        if database.dialect == .sqlite {
+            return try await runInOneTransaction(userID: userID, key: key, requestHash: requestHash, now: now,
+                                                 beforeWork: beforeWork, work: work)
+        }
         let lease = lease
         let begin: Begin = try await database.write { db in
             try Self.begin(db, userID: userID, key: key, requestHash: requestHash, now: now, lease: lease)
         }
         switch begin {
         case .replay(let status, let body):
-            return (HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")],
-                                 body: Array(body.utf8)), [])
+            return (Self.replayed(status: status, body: body), [])
         case .proceed(let owner):
             do {
                 if let beforeWork { await beforeWork() }
@@ -85,6 +98,63 @@ struct IdempotencyStore: Sendable {
         }
     }
 
+    /// The single-instance path (SQLite): marker in memory, key row and answer stored in
+    /// the action's transaction. Same answers as `run`'s two-transaction path.
+    private func runInOneTransaction(userID: String, key: String, requestHash: String, now: Date,
+                                     beforeWork: (@Sendable () async -> Void)?,
+                                     work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> (HTTPResponse, [EventRecord]) {
+        let slot = "\(userID)\u{0}\(key)"
+        try inFlight.withLock { running in
+            if let held = running[slot] {
+                // As `begin` on a committed marker: a different body is 422 first, else 409.
+                guard held == requestHash else { throw Self.mismatch() }
+                throw Self.inProgress()
+            }
+            running[slot] = requestHash
+        }
+        defer { inFlight.withLock { _ = $0.removeValue(forKey: slot) } }
+        if let beforeWork { await beforeWork() }
+        let lease = lease
+        let outcome = try await database.write { db -> Result<Answer, Replay> in
+            switch try Self.begin(db, userID: userID, key: key, requestHash: requestHash, now: now, lease: lease) {
+            case .replay(let status, let body):
+                return .failure(Replay(status: status, body: body))
+            case .proceed(let owner):
+                let answer = try work(db)
+                try db.execute("""
+                    UPDATE idempotency_keys SET status = ?, body = ?, completed_at = ?
+                    WHERE user_id = ? AND idempotency_key = ? AND owner = ?
+                    """, .integer(Int64(answer.status)), .text(String(decoding: answer.body, as: UTF8.self)),
+                         .date(now), .text(userID), .text(key), .text(owner))
+                return .success(answer)
+            }
+        }
+        switch outcome {
+        case .success(let answer):
+            return (HTTPResponse(status: answer.status, headers: [("Content-Type", "application/json")], body: answer.body),
+                    answer.events)
+        case .failure(let replay):
+            return (Self.replayed(status: replay.status, body: replay.body), [])
+        }
+    }
+
+    /// A stored answer found by `begin`, carried out of the transaction.
+    private struct Replay: Error, Sendable {
+        var status: Int
+        var body: String
+    }
+
+    static func replayed(status: Int, body: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")],
+                     body: Array(body.utf8))
+    }
+
+    static func mismatch() -> HTTPError {
+        HTTPError(status: 422, code: .idempotencyKeyMismatch,
+                  message: "this Idempotency-Key was used with a different request",
+                  details: ["field": .string("Idempotency-Key")])
+    }
+
     static func begin(_ db: any SQLConnection, userID: String, key: String, requestHash: String,
                       now: Date, lease: TimeInterval) throws -> Begin {
         let owner = UUID().uuidString.lowercased()
@@ -100,11 +170,7 @@ struct IdempotencyStore: Sendable {
             """ + db.dialect.forUpdate, .text(userID), .text(key)) else {
             throw StorageError.conflict("idempotency key vanished while being read")
         }
-        guard row.string("request_hash") == requestHash else {
-            throw HTTPError(status: 422, code: .idempotencyKeyMismatch,
-                            message: "this Idempotency-Key was used with a different request",
-                            details: ["field": .string("Idempotency-Key")])
-        }
+        guard row.string("request_hash") == requestHash else { throw mismatch() }
         if let status = row.int("status") {
             return .replay(status: Int(status), body: row.string("body") ?? "")
         }

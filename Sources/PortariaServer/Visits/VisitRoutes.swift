@@ -62,10 +62,7 @@ public final class VisitsModule: Sendable {
         /// Fixed one-minute windows per (gate, source IP) in the database, shared by instances.
         @Sendable func limit(_ bucket: String, _ max: Int) async throws {
             let window = try await limiter.hit(bucket, window: 60, now: clock.now())
-            if window.count > max {
-                throw HTTPError(status: 429, code: .rateLimited, message: "too many requests from this address; try again later",
-                                headers: [("Retry-After", String(Swift.max(1, window.retryAfter)))])
-            }
+            if window.count > max { throw VisitService.rateLimited(window) }
         }
         @Sendable func gateBucket(_ kind: String, _ token: String, _ request: HTTPRequest) -> String {
             "gate-\(kind):\(Crypto.tokenHash(token).prefix(16)):\(request.clientAddress)"
@@ -80,8 +77,9 @@ public final class VisitsModule: Sendable {
         router.post("/v1/gates/{gate_token}/visits") { request in
             let token = try request.parameter("gate_token")
             let body = try VisitService.validate(try request.decode(CreateVisitRequest.self))
-            try await limit(gateBucket("visit", token, request), gateLimit)
-            return .json(try await service.createVisit(gateToken: token, request: body), status: 201)
+            // Counted inside the creation transaction: one commit per visit, not two.
+            let rateLimit = VisitService.GateRateLimit(bucket: gateBucket("visit", token, request), max: gateLimit)
+            return .json(try await service.createVisit(gateToken: token, request: body, rateLimit: rateLimit), status: 201)
         }
 
         // MARK: Visitor (visitor token)

@@ -105,21 +105,61 @@ public struct VisitService: Sendable {
         return request
     }
 
-    /// `POST /v1/gates/{gate_token}/visits`: creates the visit, plans its ring and rings
-    /// the first step in one transaction.
-    public func createVisit(gateToken: String, request: CreateVisitRequest) async throws -> CreateVisitResponse {
+    /// The gate's per-source limit (`--gate-limit` visits per minute), counted by `createVisit`.
+    public struct GateRateLimit: Sendable {
+        public var bucket: String
+        public var max: Int
+        public var window: TimeInterval = 60
+        public init(bucket: String, max: Int) {
+            self.bucket = bucket
+            self.max = max
+        }
+    }
+
+    static func rateLimited(_ window: RateLimiter.Window) -> HTTPError {
+        HTTPError(status: 429, code: .rateLimited, message: "too many requests from this address; try again later",
+                  headers: [("Retry-After", String(Swift.max(1, window.retryAfter)))])
+    }
+
+    private enum Creation: Sendable {
+        case limited(RateLimiter.Window)
+        case unknownUnit
+        case created(Visit, [EventRecord])
+    }
+
+    /// `POST /v1/gates/{gate_token}/visits`: counts the attempt against `rateLimit`, creates
+    /// the visit, plans its ring and rings the first step — all in one transaction (one
+    /// commit, one fsync on SQLite). Every attempt that reaches the database counts, as
+    /// with a separate limiter write: a refused or unknown-unit attempt commits its count
+    /// and nothing else.
+    public func createVisit(gateToken: String, request: CreateVisitRequest,
+                            rateLimit: GateRateLimit? = nil) async throws -> CreateVisitResponse {
         let request = try Self.validate(request)
-        let gate = try await gate(token: gateToken)
         let now = clock.now()
+        let gate: Gate
+        do {
+            gate = try await self.gate(token: gateToken)
+        } catch let error as HTTPError where error.status == 404 {
+            // An unknown gate token counts too (else guessing tokens would be unlimited).
+            if let rateLimit {
+                let window = try await RateLimiter(database: database).hit(rateLimit.bucket, window: rateLimit.window, now: now)
+                if window.count > rateLimit.max { throw Self.rateLimited(window) }
+            }
+            throw error
+        }
         let token = Crypto.opaqueToken()
         let geofence = Geofence.evaluate(location: request.location, gate: gate.gate, radius: gate.radius)
         let id = UUID().uuidString.lowercased()
         let lifetime = configuration.visitLifetime
-        let (visit, events) = try await database.write { db -> (Visit, [EventRecord]) in
+        let creation = try await database.write { db -> Creation in
+            if let rateLimit {
+                let window = try RateLimiter.hit(db, rateLimit.bucket, window: rateLimit.window, now: now)
+                if window.count > rateLimit.max { return .limited(window) }
+            }
             guard let unit = try db.queryOne("""
                 SELECT id, delivery_rule, ring_mode, ring_step_seconds, ring_window_seconds FROM units WHERE id = ? AND company_id = ?
                 """, .text(request.unitID), .text(gate.companyID)) else {
-                throw HTTPError.invalidRequest("unit_id is not a unit of this gate", field: "unit_id")
+                return .unknownUnit
             }
             let rule = unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
             let mode = unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
@@ -155,10 +195,17 @@ public struct VisitService: Sendable {
                                                stepSeconds: Int(unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
             }
             guard let after = try VisitStore.load(db, id: id) else { throw StorageError.failed("visit vanished") }
-            return (try VisitStore.dto(db, after), events)
+            return .created(try VisitStore.dto(db, after), events)
         }
-        bus.publish(events)
-        return CreateVisitResponse(visit: PublicVisit(visit), visitorToken: token)
+        switch creation {
+        case .limited(let window):
+            throw Self.rateLimited(window)
+        case .unknownUnit:
+            throw HTTPError.invalidRequest("unit_id is not a unit of this gate", field: "unit_id")
+        case .created(let visit, let events):
+            bus.publish(events)
+            return CreateVisitResponse(visit: PublicVisit(visit), visitorToken: token)
+        }
     }
 
     // MARK: Visitor (visitor token)

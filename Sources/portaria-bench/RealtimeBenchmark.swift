@@ -1,0 +1,202 @@
+#if canImport(Glibc)
+import Foundation
+import PortariaCore
+import PortariaWebSocket
+
+/// `portaria-bench realtime`: the product's own fan-out (issue #6). The demo operator opens
+/// N sockets to `/v1/realtime`; each measured visit is created at the public gate and timed
+/// from just before its POST to the arrival of its `visit.created` frame on every socket.
+/// With `--second-url`, the same again with the sockets on a second instance sharing the
+/// PostgreSQL database (delivery through NOTIFY), and the difference between the two.
+struct RealtimeBenchmark {
+    let baseURL: String
+    let secondURL: String?
+    let connections: Int
+    let visits: Int
+    let serverPID: Int?
+    let secondServerPID: Int?
+    let concurrency: Int
+    let database: String
+    let username: String
+    let password: String
+    let company: String
+    let gate: String
+    let unitLabel: String
+
+    init(options: Options) throws {
+        guard let url = options.string("url") else { throw BenchError("--url is required") }
+        baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        secondURL = options.string("second-url").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        connections = max(1, try options.int("connections", default: 5000))
+        visits = max(1, try options.int("visits", default: 20))
+        serverPID = try options.string("server-pid").map { _ in try options.int("server-pid", default: 0) }
+        secondServerPID = try options.string("second-server-pid").map { _ in try options.int("second-server-pid", default: 0) }
+        concurrency = max(1, try options.int("concurrency", default: 128))
+        database = options.string("label") ?? "-"
+        username = options.string("username") ?? "portaria"
+        password = options.string("password") ?? "demo1234"
+        company = options.string("company") ?? "Residencial Demo"
+        gate = options.string("gate") ?? "demo-gate"
+        unitLabel = options.string("unit") ?? "A-101"
+    }
+
+    struct Phase {
+        var deliveries: [Double] = []
+        var completions: [Double] = []
+        var kibPerConnection: Double?
+    }
+
+    func run() async throws {
+        let fileLimit = ResourceLimits.raiseOpenFileLimit()
+        if fileLimit < connections + 64 { print("warning: open file limit \(fileLimit) is below \(connections) connections") }
+        let http = BenchHTTP(baseURL: baseURL, connections: 4)
+        let (token, companyID) = try await http.login(username, password: password, company: company)
+        let unitID = try await http.unitID(gate: gate, label: unitLabel)
+        let context = Context(http: http, token: token, companyID: companyID, unitID: unitID)
+
+        print("realtime fan-out (\(database)): \(connections) sockets of '\(username)', \(visits) visits at \(gate) for \(unitLabel)")
+        let single = try await phase(name: "single instance", socketsAt: baseURL, pid: serverPID, context)
+        report(single, scenario: "realtime")
+        guard let secondURL else { return }
+        let cross = try await phase(name: "cross-instance (sockets on \(secondURL))", socketsAt: secondURL, pid: secondServerPID, context)
+        report(cross, scenario: "realtime-cross")
+        let a = Percentiles(single.deliveries), b = Percentiles(cross.deliveries)
+        print(String(format: "  cross-instance minus single-instance, per delivery: p50 %+.2f ms  p95 %+.2f ms  p99 %+.2f ms",
+                     b.at(0.5) - a.at(0.5), b.at(0.95) - a.at(0.95), b.at(0.99) - a.at(0.99)))
+        printResult(scenario: "realtime-cross-extra", database: database,
+                    String(format: "p50_ms=%.3f p95_ms=%.3f p99_ms=%.3f", b.at(0.5) - a.at(0.5), b.at(0.95) - a.at(0.95), b.at(0.99) - a.at(0.99)))
+    }
+
+    struct Context {
+        let http: BenchHTTP
+        let token: String
+        let companyID: String
+        let unitID: String
+    }
+
+    private func report(_ phase: Phase, scenario: String) {
+        print("    per delivery       " + summary(phase.deliveries))
+        print("    until all received " + summary(phase.completions))
+        printResult(scenario: "\(scenario)-delivery", database: database, Percentiles(phase.deliveries).fields)
+        printResult(scenario: "\(scenario)-all", database: database, Percentiles(phase.completions).fields)
+        if let kib = phase.kibPerConnection {
+            printResult(scenario: "\(scenario)-idle-memory", database: database,
+                        String(format: "kib_per_connection=%.2f n=%d", kib, connections))
+        }
+    }
+
+    private func phase(name: String, socketsAt socketBase: String, pid: Int?, _ context: Context) async throws -> Phase {
+        print("  \(name):")
+        let socketURL = socketBase.replacingOccurrences(of: "http://", with: "ws://") + "/v1/realtime"
+        let loop = EventLoop(name: "bench-realtime", tickInterval: .seconds(1))
+        defer { loop.stop() }
+        let recorder = FrameRecorder()
+        let handlers = WebSocketConnection.Handlers(
+            onText: { connection, text in recorder.record(ObjectIdentifier(connection), text, at: MonotonicClock.now()) },
+            onClose: { _, _, _ in recorder.noteClosed() })
+        let residentBefore = pid.flatMap(residentKilobytes)
+        let (opened, _, _) = await openWebSockets(
+            count: connections, url: socketURL,
+            headers: [("Authorization", "Bearer \(context.token)"), ("X-Company-Id", context.companyID)],
+            concurrency: concurrency, loop: loop, handlers: handlers)
+        guard !opened.isEmpty else { throw BenchError("no realtime socket could be opened") }
+        defer { for connection in opened { connection.close() } }
+
+        // Joining completes on the server's feed after each 101: warm-up visits until one
+        // reaches every socket (a socket joined after an event does not get it live).
+        var result = Phase()
+        var reached = 0
+        for attempt in 1...6 {
+            let (_, _, sockets) = try await measureVisit(name: "Warm-up \(attempt)", context, recorder: recorder, expected: opened.count,
+                                                          patience: .seconds(10))
+            reached = sockets
+            if reached >= opened.count { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        if reached < opened.count { print("  warning: the warm-up visit reached \(reached) of \(opened.count) sockets") }
+        if recorder.closedCount > 0 { print("  warning: the server closed \(recorder.closedCount) sockets (connections per user limit?)") }
+        try await Task.sleep(for: .seconds(1))
+        if let pid, let before = residentBefore, let after = residentKilobytes(pid) {
+            let kib = Double(after - before) / Double(opened.count)
+            result.kibPerConnection = kib
+            print(String(format: "    server RSS: %.1f MiB before, %.1f MiB with %d idle realtime sockets → %.1f KiB per idle connection",
+                         Double(before) / 1024, Double(after) / 1024, opened.count, kib))
+        }
+
+        for index in 1...visits {
+            let (deliveries, completion, sockets) = try await measureVisit(name: "Bench \(index)", context, recorder: recorder,
+                                                                           expected: opened.count, patience: .seconds(15))
+            if sockets < opened.count { print("    visit \(index): only \(sockets) of \(opened.count) sockets received it in 15 s") }
+            result.deliveries += deliveries
+            result.completions.append(completion)
+        }
+        print("    \(visits) visits to \(opened.count) sockets; closed by the server during the run: \(recorder.closedCount)")
+        return result
+    }
+
+    /// Creates one visit and waits until its `visit.created` frame reached `expected`
+    /// sockets (or `patience` ran out); resolves it afterwards so its ring steps do not
+    /// fan out during later measurements. Returns per-socket latencies (ms), the time
+    /// until the last socket received it, and how many sockets did.
+    private func measureVisit(name: String, _ context: Context, recorder: FrameRecorder, expected: Int,
+                              patience: Duration) async throws -> ([Double], Double, Int) {
+        recorder.reset()
+        let sentAt = MonotonicClock.now()
+        let (status, visitID) = try await context.http.createVisit(gate: gate, unitID: context.unitID, name: name)
+        guard status == 201, let visitID else { throw BenchError("gate POST answered \(status)") }
+        let deadline = MonotonicClock.now() + UInt64(patience.components.seconds) * 1_000_000_000
+        var arrivals: [ObjectIdentifier: UInt64] = [:]
+        var parsed: [String: String?] = [:]
+        while true {
+            for (socket, text, at) in recorder.drain() {
+                let id: String?
+                if let known = parsed[text] {
+                    id = known
+                } else {
+                    id = Self.createdVisitID(text)
+                    parsed[text] = id
+                }
+                if id == visitID, arrivals[socket] == nil { arrivals[socket] = at }
+            }
+            if arrivals.count >= expected || MonotonicClock.now() > deadline { break }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        _ = try? await context.http.send("POST", "/v1/visits/\(visitID)/resolve",
+                                         headers: ["Authorization": "Bearer \(context.token)", "X-Company-Id": context.companyID,
+                                                   "Idempotency-Key": UUID().uuidString],
+                                         json: #"{"action":"leave_at_concierge"}"#)
+        try await Task.sleep(for: .milliseconds(200))
+        let latencies = arrivals.values.map { milliseconds(from: sentAt, to: $0) }
+        return (latencies, latencies.max() ?? .nan, arrivals.count)
+    }
+
+    /// `data.visit_id` of a `visit.created` frame, nil for any other frame.
+    static func createdVisitID(_ text: String) -> String? {
+        guard let frame = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
+              frame["type"]?.stringValue == "visit.created" else { return nil }
+        return frame["data"]?["visit_id"]?.stringValue
+    }
+}
+
+/// Frames as they arrive, stamped on the client loop thread (which only appends: parsing
+/// there would delay the sockets behind it) and drained by the benchmark task.
+final class FrameRecorder: Sendable {
+    private struct State {
+        var frames: [(ObjectIdentifier, String, UInt64)] = []
+        var closed = 0
+    }
+    private let state = Locked(State())
+
+    func record(_ socket: ObjectIdentifier, _ text: String, at now: UInt64) {
+        state.withLock { $0.frames.append((socket, text, now)) }
+    }
+
+    func drain() -> [(ObjectIdentifier, String, UInt64)] {
+        state.withLock { state in defer { state.frames.removeAll(keepingCapacity: true) }; return state.frames }
+    }
+
+    func reset() { _ = drain() }
+    func noteClosed() { state.withLock { $0.closed += 1 } }
+    var closedCount: Int { state.withLock { $0.closed } }
+}
+#endif
