@@ -20,6 +20,7 @@ public final class Application: Sendable {
     /// Delivers the push outbox; call `pushWorker.wake()` after committing an enqueue.
     public let pushWorker: PushWorker
     private let pushShutdown: @Sendable () -> Void
+    private let pushWake: Task<Void, Never>
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -48,7 +49,8 @@ public final class Application: Sendable {
         pushShutdown = push.shutdown
         var workerConfiguration = PushWorker.Configuration()
         workerConfiguration.lease = configuration.pushLease
-        pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration, log: log)
+        pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
+                                sink: VisitTimelinePushSink(), log: log)
 
         webSockets = WebSocketHub(log: log)
         let router = Router()
@@ -73,7 +75,18 @@ public final class Application: Sendable {
         var realtimeLimits = RealtimeLimits()
         if let perUser = configuration.realtimeConnectionsPerUser { realtimeLimits.connectionsPerUser = perUser }
         realtime = RealtimeFeed(database: database, hub: webSockets, limits: realtimeLimits, log: log)
-        realtime.follow(visits.bus)
+        // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
+        // following the bus as well would read the log twice per commit.
+        if database.dialect != .postgres { realtime.follow(visits.bus) }
+        // Ring and cancel jobs were written with the events; deliver them now rather than
+        // at the worker's next poll.
+        let worker = pushWorker
+        let wakeups = visits.bus.subscribe()
+        pushWake = Task {
+            for await event in wakeups where event.type == "visit.ringing" || event.type == "visit.ring_cancelled" {
+                worker.wake()
+            }
+        }
         let feed = realtime
         auth.sessionEnded = { sessionID in feed.endSession(sessionID) }
         if database.dialect == .postgres {
@@ -144,6 +157,7 @@ public final class Application: Sendable {
         await webSockets.shutdown()
         await server.shutdown()
         await visits.stop()
+        pushWake.cancel()
         await pushWorker.stop()
         pushShutdown()
         await database.close()

@@ -20,10 +20,18 @@ public struct PushReceipts: Sendable {
     public func acknowledge(pushID: String, userID: String) async throws -> PushAck? {
         let at = now()
         return try await database.write { db in
-            guard let job = try db.queryOne("SELECT device_id, acked_at FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
+            guard let job = try db.queryOne("SELECT device_id, acked_at, visit_id, kind FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
                                             .text(pushID), .text(userID)) else { return nil }
             if let acked = job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
             try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
+            if let visitID = job.string("visit_id") {
+                // Receipts, not provider 200s, measure delivery: they join the timeline.
+                try db.execute("""
+                    INSERT INTO visit_attempts (visit_id, kind, user_id, device_id, channel, detail, created_at)
+                    VALUES (?, ?, ?, ?, 'push', ?, ?)
+                    """, .text(visitID), .text(AttemptKind.pushReceipt.rawValue), .text(userID), .optional(job.string("device_id")),
+                         .text("receipt for \(job.string("kind") ?? "push") \(pushID)"), .date(at))
+            }
             if let device = job.string("device_id") {
                 try db.execute("""
                     UPDATE devices SET last_ack_at = ?, consecutive_failures = 0

@@ -37,7 +37,7 @@ enum EventLog {
             // back): the realtime feed of each instance then reads this company forward.
             _ = try db.query("SELECT pg_notify('portaria_events', ?) AS notified", .text(companyID))
         }
-        return try events.map { event in
+        let records = try events.map { event in
             let data = JSONValue.object(event.data)
             let row = try db.queryOne("""
                 INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
@@ -47,6 +47,9 @@ enum EventLog {
             return EventRecord(seq: row?.int("seq") ?? 0, companyID: companyID, visitID: visitID, unitID: unitID,
                                type: event.type, data: data, createdAt: at)
         }
+        // The pushes these events call for, in the same transaction.
+        try VisitPushes.enqueue(db, for: records, at: at)
+        return records
     }
 
     /// Events of a company after `seq`, oldest first (the realtime replay will use this).

@@ -1,0 +1,76 @@
+import Foundation
+import PortariaCore
+
+/// Turns visit events into push jobs, inside the transaction that appends the events: a
+/// ring and the pushes that make phones ring commit together or not at all (DESIGN §2
+/// "push jobs live in a durable outbox written in the same transaction as the visit").
+enum VisitPushes {
+    /// Writes the jobs `events` call for; returns how many (so the caller can wake the worker).
+    @discardableResult
+    static func enqueue(_ db: any SQLConnection, for events: [EventRecord], at: Date) throws -> Int {
+        var written = 0
+        for event in events {
+            guard let visitID = event.visitID else { continue }
+            let data = event.data
+            let users = data["user_ids"].flatMap { value -> [String]? in
+                if case .array(let ids) = value { return ids.compactMap(\.stringValue) }
+                return nil
+            } ?? []
+            switch event.type {
+            case "visit.ringing":
+                let kind = data["kind"]?.stringValue ?? "visit"
+                // A ring is pointless once its step is over: the next resident is rung
+                // instead, and a late call would ring after someone else answered.
+                let deadline = (data["step_expires_at"]?.stringValue).flatMap(Timestamp.parse)
+                    ?? (data["ring_deadline"]?.stringValue).flatMap(Timestamp.parse) ?? at.addingTimeInterval(60)
+                var geofence: PushMessage.Geofence?
+                if let status = data["geofence"]?["status"]?.stringValue {
+                    var distance: Double?
+                    if case .number(let meters) = data["geofence"]?["distance_m"] { distance = meters }
+                    geofence = PushMessage.Geofence(status: status, distanceM: distance)
+                }
+                let message = PushMessage(visitID: visitID, callerName: data["visitor_name"]?.stringValue,
+                                          unitLabel: data["unit_label"]?.stringValue, visitKind: kind,
+                                          carrier: try carrier(db, visitID: visitID), geofence: geofence)
+                // A courier is an actionable notification (authorize / leave at the
+                // concierge / refuse), not a call.
+                written += try PushOutbox.enqueue(db, PushRequest(userIDs: users, kind: kind == "delivery" ? .delivery : .visitRing,
+                                                                  message: message, deadline: max(deadline, at.addingTimeInterval(5))),
+                                                  now: at).count
+            case "visit.ring_cancelled":
+                // Rings not yet handed to a provider are simply dropped; phones already
+                // ringing get a cancellation (a VoIP push can only mean "ring now").
+                try PushOutbox.cancelPending(db, visitID: visitID, kinds: [.visitRing, .delivery],
+                                             reason: data["reason"]?.stringValue ?? "cancelled")
+                let message = PushMessage(visitID: visitID, unitLabel: data["unit_label"]?.stringValue,
+                                          visitKind: data["kind"]?.stringValue, reason: data["reason"]?.stringValue)
+                written += try PushOutbox.enqueue(db, PushRequest(userIDs: users, kind: .ringCancelled, message: message,
+                                                                  deadline: at.addingTimeInterval(120)), now: at).count
+            default:
+                continue
+            }
+        }
+        return written
+    }
+
+    private static func carrier(_ db: any SQLConnection, visitID: String) throws -> String? {
+        try db.queryOne("SELECT carrier FROM visits WHERE id = ?", .text(visitID))?.string("carrier")
+    }
+}
+
+/// Writes every push attempt and receipt into the visit's attempts timeline, in the
+/// outbox's own transaction.
+struct VisitTimelinePushSink: PushEventSink {
+    func pushAttempted(_ attempt: PushAttempt, in db: any SQLConnection) throws {
+        guard let visitID = attempt.visitID else { return }
+        var detail = "\(attempt.kind.rawValue) via \(attempt.provider): \(attempt.outcome)"
+        if let status = attempt.httpStatus { detail += " \(status)" }
+        if let reason = attempt.reason { detail += " \(reason)" }
+        let name = try db.queryOne("SELECT name FROM users WHERE id = ?", .text(attempt.userID))?.string("name")
+        try db.execute("""
+            INSERT INTO visit_attempts (visit_id, kind, user_id, user_name, device_id, channel, detail, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, .text(visitID), .text(AttemptKind.pushSent.rawValue), .text(attempt.userID), .optional(name),
+                 .text(attempt.deviceID), .text(attempt.provider), .text(String(detail.prefix(300))), .date(attempt.at))
+    }
+}
