@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "PortariaClient", dependencies: ["PortariaCore", "PortariaWebSocket"]),
         .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient", "PortariaWebSocket"]),
         // `make bench`: load generators that print figures (WebSocket fan-out, ...).
-        .executableTarget(name: "portaria-bench", dependencies: ["PortariaCore", "PortariaWebSocket"]),
+        .executableTarget(name: "portaria-bench", dependencies: ["PortariaCore", "PortariaWebSocket", "PortariaServer"]),
 
         // MARK: Tests (Swift Testing)
         .testTarget(name: "PortariaCoreTests", dependencies: ["PortariaCore"]),

@@ -23,6 +23,9 @@ enum BenchCommand {
         visits    /healthz, gate POST and resolve (fresh visit and Idempotency-Key each) at
                   C closed-loop clients: throughput, ratio to /healthz, percentiles.
 
+        tokens    per-token cost of HS256 sign/verify, and of the full bearer check
+                  (verify + session read, + company membership) on SQLite, in process.
+
         Lines starting with RESULT are for bench/run's summary.
         """
 
@@ -37,6 +40,9 @@ enum BenchCommand {
                 #else
                 throw BenchError("the WebSocket benchmark needs Linux (epoll)")
                 #endif
+            case "tokens":
+                try await TokenBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
+                return 0
             case "realtime":
                 #if canImport(Glibc)
                 try await RealtimeBenchmark(options: try Options(Array(arguments.dropFirst()))).run()

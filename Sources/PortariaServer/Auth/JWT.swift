@@ -22,6 +22,16 @@ public struct AccessClaims: Codable, Sendable, Equatable {
     public var iat: Int64
     public var exp: Int64
     public var jti: String
+
+    public init(iss: String, aud: String, sub: String, sid: String, iat: Int64, exp: Int64, jti: String) {
+        self.iss = iss
+        self.aud = aud
+        self.sub = sub
+        self.sid = sid
+        self.iat = iat
+        self.exp = exp
+        self.jti = jti
+    }
 }
 
 /// Why a token was refused. All become the same 401 for the caller; the reason is for logs and tests.
