@@ -298,4 +298,25 @@ struct RealtimeTests {
         await a.stop()
         await b.stop()
     }
+
+    @Test("a user may hold 10 sockets; the 11th is closed with 1008 and a closed one frees a place")
+    func perUserLimit() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let ana = try await Self.login(server, "ana")
+            var readers: [Reader] = []
+            for _ in 0..<10 { readers.append(Reader(try await Self.socket(server, ana))) }
+            for reader in readers {
+                reader.connection.send(text: #"{"type":"ping"}"#)
+                #expect(try await reader.next()["type"]?.stringValue == "pong")
+            }
+            let eleventh = Reader(try await Self.socket(server, ana))
+            #expect(await eleventh.closeCode() == 1008)
+            readers[0].connection.close()
+            _ = await readers[0].closeCode()
+            try await Task.sleep(for: .milliseconds(200))
+            let again = Reader(try await Self.socket(server, ana))
+            again.connection.send(text: #"{"type":"ping"}"#)
+            #expect(try await again.next()["type"]?.stringValue == "pong")
+        }
+    }
 }

@@ -127,6 +127,14 @@ private final class FeedState {
     var companies: [String: Company] = [:]
     /// Socket → company, to find a leaving socket.
     var companyOf: [ObjectIdentifier: String] = [:]
+    /// Open sockets per user (or per visitor token), for the per-user limit without
+    /// scanning every socket on each join.
+    var socketsPerKey: [String: Int] = [:]
+
+    static func limitKey(_ subscriber: Subscriber) -> String {
+        if case .visitor(let visitID) = subscriber.role { return "visit:" + visitID }
+        return "user:" + (subscriber.userID ?? "")
+    }
 
     init(database: any SQLDatabase, hub: WebSocketHub, calls: LiveCallRegistry, limits: RealtimeLimits, log: Log) {
         self.database = database
@@ -159,14 +167,9 @@ private final class FeedState {
 
     func join(_ connection: WebSocketConnection, _ subscriber: Subscriber, since: Int64?) async throws {
         let key = ObjectIdentifier(connection)
-        let siblings = companies.values.flatMap(\.members.values).filter { member in
-            switch (member.subscriber.role, subscriber.role) {
-            case (.visitor(let a), .visitor(let b)): return a == b
-            default: return subscriber.userID != nil && member.subscriber.userID == subscriber.userID
-            }
-        }.count
+        let limitKey = Self.limitKey(subscriber)
         let limit = subscriber.userID == nil ? limits.connectionsPerVisit : limits.connectionsPerUser
-        if siblings >= limit {
+        if socketsPerKey[limitKey, default: 0] >= limit {
             connection.close(code: .policyViolation, reason: "too many connections")
             return
         }
@@ -194,13 +197,20 @@ private final class FeedState {
         }
         companies[companyID]!.members[key] = member
         companyOf[key] = companyID
+        socketsPerKey[limitKey, default: 0] += 1
         if let peer = member.peer { try await perform(await calls.participantJoined(peer)) }
     }
 
     func leave(_ connection: WebSocketConnection) async {
         let key = ObjectIdentifier(connection)
         guard let companyID = companyOf.removeValue(forKey: key) else { return }
-        let peer = companies[companyID]?.members.removeValue(forKey: key)?.peer
+        let removed = companies[companyID]?.members.removeValue(forKey: key)
+        let peer = removed?.peer
+        if let subscriber = removed?.subscriber {
+            let limitKey = Self.limitKey(subscriber)
+            socketsPerKey[limitKey, default: 1] -= 1
+            if socketsPerKey[limitKey] == 0 { socketsPerKey.removeValue(forKey: limitKey) }
+        }
         if companies[companyID]?.members.isEmpty == true { companies.removeValue(forKey: companyID) }
         // The call hears of a participant leaving only when its last socket closed.
         if let peer, sockets(of: peer).isEmpty {
