@@ -56,10 +56,16 @@ struct CallSignalingTests {
             #expect(try await visitor.until("call.ended").last?["data"]?["visit_id"]?.stringValue == visit)
             _ = try await phone.until("call.ended")
 
-            let detail = try await server.request("GET", "/v1/visits/\(visit)",
-                                                  headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)])
-            let kinds = (try detail.json()["attempts"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String }
-            #expect(kinds.contains("call_started") && kinds.contains("call_connected") && kinds.contains("call_ended"), "\(kinds)")
+            // The frames go out first; the timeline row is written right after.
+            var kinds: [String] = []
+            let recorded = await eventually(within: .seconds(5)) {
+                guard let detail = try? await server.request("GET", "/v1/visits/\(visit)",
+                                                             headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)]),
+                      let attempts = (try? detail.json())?["attempts"] as? [[String: Any]] else { return false }
+                kinds = attempts.compactMap { $0["kind"] as? String }
+                return kinds.contains("call_ended")
+            }
+            #expect(recorded && kinds.contains("call_started") && kinds.contains("call_connected"), "\(kinds)")
         }
     }
 }
