@@ -105,6 +105,7 @@ public final class Application: Sendable {
         http.host = configuration.host
         http.port = configuration.port
         http.maxBodySize = configuration.maxBodySize
+        http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         server = HTTPServer(router: router, configuration: http, log: log)
     }

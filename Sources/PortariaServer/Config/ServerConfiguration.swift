@@ -18,6 +18,8 @@ public struct ServerConfiguration: Sendable {
     public var smsWebhook: String?
     public var turnURL: String?
     public var turnSecret: String?
+    /// Proxies whose `X-Forwarded-For` is believed (addresses or IPv4 CIDR blocks).
+    public var trustedProxies: [String] = []
     /// Browser origins allowed to open `/v1/realtime` besides the server's own.
     public var allowedOrigins: Set<String> = []
     public var gateLimit = 10
@@ -59,6 +61,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
         OptionSpec("turn-url", help: "TURN relay for video calls: turn:host[:port] or turns:host[:port]"),
         OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret"),
+        OptionSpec("trusted-proxies", help: "comma-separated proxy addresses/CIDRs whose X-Forwarded-For names the client"),
         OptionSpec("allowed-origins", help: "comma-separated browser origins allowed on /v1/realtime besides this server's own"),
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
@@ -98,6 +101,11 @@ public struct ServerConfiguration: Sendable {
         configuration.smsWebhook = options.value("sms-webhook")
         configuration.turnURL = options.value("turn-url")
         configuration.turnSecret = options.value("turn-secret")
+        configuration.trustedProxies = (options.value("trusted-proxies") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        do { _ = try TrustedProxies(configuration.trustedProxies) } catch let error as ServerStartError {
+            throw UsageError(error.description)
+        }
         configuration.allowedOrigins = Set((options.value("allowed-origins") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.gateLimit = try options.integer("gate-limit", default: 10, range: 1...1_000_000)

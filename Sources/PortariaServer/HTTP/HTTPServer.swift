@@ -22,6 +22,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// `maxBodySize`. Decided from the request line, before any body byte is read.
     public var bodyLimitOverride: @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil }
     public var listenBacklog: Int = 4096
+    /// Peers whose `X-Forwarded-For` names the client (`--trusted-proxies`).
+    public var trustedProxies: TrustedProxies = .none
     public init() {}
 }
 

@@ -118,7 +118,8 @@ func portariaAccessHandler(
             path: url.map { String(cString: $0) } ?? "/",
             query: query, headers: headers,
             requestID: clientRequestID ?? UUID().uuidString,
-            clientAddress: SocketAddress.describe(portaria_mhd_client_address(connection)))
+            clientAddress: server.configuration.trustedProxies.clientAddress(
+                peer: SocketAddress.describe(portaria_mhd_client_address(connection)), forwardedFor: headers["x-forwarded-for"]))
         let context = RequestContext(server: server, request: request)
         context.maxBodySize = max(server.configuration.maxBodySize,
                                   server.configuration.bodyLimitOverride(request.method, request.path) ?? 0)

@@ -1,0 +1,34 @@
+import Testing
+@testable import PortariaServer
+
+@Suite("Trusted proxies and X-Forwarded-For")
+struct TrustedProxiesTests {
+    @Test func untrustedPeersCannotChooseTheirAddress() throws {
+        let proxies = try TrustedProxies(["10.0.0.5"])
+        #expect(proxies.clientAddress(peer: "203.0.113.9", forwardedFor: "198.51.100.1") == "203.0.113.9")
+        #expect(TrustedProxies.none.clientAddress(peer: "127.0.0.1", forwardedFor: "198.51.100.1") == "127.0.0.1")
+    }
+
+    @Test func theRightmostUntrustedHopIsTheClient() throws {
+        let proxies = try TrustedProxies(["10.0.0.0/8", "127.0.0.1"])
+        // A client may prepend anything; only what our proxies appended counts.
+        #expect(proxies.clientAddress(peer: "10.1.2.3", forwardedFor: "1.2.3.4, 198.51.100.7, 10.9.9.9") == "198.51.100.7")
+        #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: "198.51.100.7") == "198.51.100.7")
+        #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: nil) == "127.0.0.1")
+        #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: "not-an-address") == "127.0.0.1")
+        #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: "2001:db8::1") == "2001:db8::1")
+    }
+
+    @Test func cidrBlocksMatchByPrefix() throws {
+        let proxies = try TrustedProxies(["192.168.0.0/16"])
+        #expect(proxies.trusts("192.168.44.1"))
+        #expect(!proxies.trusts("192.169.0.1"))
+        #expect(!proxies.trusts("::1"))
+    }
+
+    @Test func badEntriesAreRefused() {
+        for entry in ["10.0.0.0/33", "300.1.1.1", "proxy.local", "10.0.0/8"] {
+            #expect(throws: ServerStartError.self) { _ = try TrustedProxies([entry]) }
+        }
+    }
+}
