@@ -25,6 +25,8 @@ public final class Application: Sendable {
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
     public init(configuration: ServerConfiguration, log: Log = .shared) async throws {
+        var configuration = configuration
+        if let extra = configuration.caFile { configuration.caFile = try CABundle.combined(with: extra) }
         self.configuration = configuration
         self.log = log
         database = try await DatabaseFactory.open(url: configuration.databaseURL)
