@@ -68,4 +68,17 @@ struct CallSignalingTests {
             #expect(recorded && kinds.contains("call_started") && kinds.contains("call_connected"), "\(kinds)")
         }
     }
+
+    @Test("the gate page gets ICE servers with its visitor token; a forged one is 401")
+    func visitorICEServers() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let (_, visitorToken) = try await R.ring(server)
+            let answer = try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer \(visitorToken)")])
+            #expect(answer.status == 200)
+            #expect(answer.header("cache-control") == "no-store")
+            #expect(try answer.json()["ice_servers"] is [Any])
+            let forged = try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer forged-token")])
+            #expect(forged.status == 401)
+        }
+    }
 }

@@ -60,7 +60,7 @@ public final class Application: Sendable {
         if iceServers.turn == nil {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
         }
-        CallRoutes(iceServers: iceServers, authenticator: authenticator).register(on: router)
+
         DeviceRoutes(store: DeviceStore(database: database), authenticator: authenticator).register(on: router)
         PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
@@ -99,6 +99,9 @@ public final class Application: Sendable {
             listener = nil
         }
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
+        let visitService = visits.service
+        CallRoutes(iceServers: iceServers, authenticator: authenticator,
+                   visitorVisit: { request in try await visitService.visitorVisitID(request) }).register(on: router)
         RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
                        authenticator: authenticator, visits: visits.service,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)

@@ -19,6 +19,7 @@ public struct Authenticator: Sendable {
     public let jwt: JWTCodec
     public let accounts: AccountStore
     public var now: @Sendable () -> Date = { Date() }
+    let verified = VerifiedTokenCache()
 
     public init(database: any SQLDatabase, jwt: JWTCodec) {
         self.database = database
@@ -35,7 +36,7 @@ public struct Authenticator: Sendable {
             throw HTTPError.unauthorized("Authorization must be 'Bearer <jwt_token>'")
         }
         let claims: AccessClaims
-        do { claims = try jwt.verify(String(parts[1]), now: now()) } catch {
+        do { claims = try verified.verify(String(parts[1]), with: jwt, now: now()) } catch {
             throw HTTPError.unauthorized(error == .expired ? "token expired" : "invalid token")
         }
         let at = now()

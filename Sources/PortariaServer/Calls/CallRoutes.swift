@@ -7,11 +7,20 @@ import PortariaCore
 struct CallRoutes {
     let iceServers: ICEServerProvider
     let authenticator: Authenticator
+    /// Resolves a visitor token to its visit, so the gate page can fetch relay credentials.
+    let visitorVisit: @Sendable (HTTPRequest) async throws -> String
 
     func register(on router: Router) {
         let iceServers = iceServers
         let authenticator = authenticator
+        let visitorVisit = visitorVisit
         router.get("/v1/calls/ice_servers") { request in
+            // The gate page: a visitor token (no dots) gets credentials for its own visit.
+            let credential = request.header("authorization")?.split(separator: " ", maxSplits: 1).last ?? ""
+            if !credential.isEmpty && !credential.contains(".") {
+                let visitID = try await visitorVisit(request)
+                return .json(iceServers.iceServers(forSubject: "visitor-\(visitID)"), headers: [("Cache-Control", "no-store")])
+            }
             // Any member of the selected company: residents answer calls, operators
             // take them at the console. A relay costs bandwidth, hence no anonymous use.
             let caller = try await authenticator.caller(request)

@@ -92,4 +92,23 @@ struct JWTTests {
             #expect(rejection(token) != nil, "accepted \(token.prefix(30))")
         }
     }
+
+    @Test func theVerifiedCacheStillRejectsExpiryAndTampering() throws {
+        let cache = VerifiedTokenCache(capacity: 2)
+        let token = codec.sign(claims())
+        #expect(try cache.verify(token, with: codec, now: now).sub == "user-1")
+        #expect(try cache.verify(token, with: codec, now: now).sub == "user-1")   // served from the cache
+        // Later than exp + leeway: refused although the entry is cached.
+        #expect(throws: TokenError.expired) { try cache.verify(token, with: codec, now: now.addingTimeInterval(900 + 31)) }
+        // A tampered copy is a different key: full verification, refused.
+        var parts = token.split(separator: ".").map(String.init)
+        parts[2] = String(parts[2].reversed())
+        #expect(throws: TokenError.self) { try cache.verify(parts.joined(separator: "."), with: codec, now: now) }
+        // Bounded: more tokens than the capacity still verify.
+        for index in 0..<5 {
+            var other = claims()
+            other.jti = "j\(index)"
+            #expect(try cache.verify(codec.sign(other), with: codec, now: now).jti == "j\(index)")
+        }
+    }
 }

@@ -158,7 +158,8 @@ struct CoturnTests {
             let login = try await fixture.auth.login(LoginRequest(username: "maria", password: "demo1234"), clientAddress: "10.0.0.1")
             let turn = try TURNSettings.parse(url: "turn:127.0.0.1:\(coturn.port)", secret: coturn.secret)
             let router = Router()
-            CallRoutes(iceServers: provider(turn), authenticator: fixture.authenticator).register(on: router)
+            CallRoutes(iceServers: provider(turn), authenticator: fixture.authenticator,
+                       visitorVisit: { _ in throw HTTPError.unauthorized("no visitors here") }).register(on: router)
             guard case .found(_, _, let handler) = router.match(method: "GET", path: "/v1/calls/ice_servers") else {
                 throw TURNTestError("route not registered")
             }
