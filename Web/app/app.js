@@ -3,8 +3,11 @@
 // network failure, so a resolve is never lost and never applied twice; a 409
 // VISIT_ALREADY_RESOLVED becomes "Maria já autorizou às 14:32", never a technical error.
 
+import { VideoCall } from "../gate/assets/call.js";
+
 const $ = (id) => document.getElementById(id);
 const SESSION_KEY = "portaria.app.session";
+const DEVICE_KEY = "portaria.app.device";
 
 let session = null; // {token, companyID, companyName, name}
 let pendingLogin = null; // login answer waiting for a company choice
@@ -14,6 +17,22 @@ let reconnectTimer = 0;
 const photoURLs = new Map();
 /** What the resident's own taps got, per visit, kept across list refreshes. */
 const notes = new Map();
+/** The video call in progress (at most one), and its visit. */
+let call = null;
+
+/**
+ * This browser's stable device id: calls reach the one device that answered, so the
+ * socket (`?device_id=`) and the answer (`{"device_id"}`) name the same one.
+ */
+const deviceID = (() => {
+  let id = "";
+  try { id = localStorage.getItem(DEVICE_KEY) || ""; } catch { /* private mode */ }
+  if (!id) {
+    id = `web-${crypto.randomUUID()}`;
+    try { localStorage.setItem(DEVICE_KEY, id); } catch { /* lives as long as the tab */ }
+  }
+  return id;
+})();
 
 const ACTIONS = { authorize: "autorizou", deny: "negou", leave_at_concierge: "pediu para deixar na portaria" };
 const OUTCOMES = { authorize: "Autorizado", deny: "Negado", leave_at_concierge: "Deixar na portaria" };
@@ -116,6 +135,8 @@ async function chooseCompany() {
 }
 
 function logout(message) {
+  if (call) call.hangup();
+  $("call").hidden = true;
   stopLive();
   if (session) api("POST", "/v1/auth/logout", { body: {} }).catch(() => {});
   session = null;
@@ -212,6 +233,18 @@ function fillVisit(item, visit) {
     loadPhoto(visit.id, image);
   }
   item.append(what, badge, outcome);
+  if (visit.status === "ringing") {
+    const row = document.createElement("div");
+    row.className = "row answer-row";
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "button primary";
+    button.dataset.action = "answer";
+    button.textContent = "Atender";
+    button.addEventListener("click", () => answer(item, visit));
+    row.append(button);
+    item.append(row);
+  }
   if (["ringing", "answered", "unanswered"].includes(visit.status)) {
     const row = document.createElement("div");
     row.className = "row";
@@ -291,6 +324,77 @@ async function resolve(item, visit, action) {
   }
 }
 
+// MARK: video call
+
+/** "Atender": camera first (so the offer finds it ready), then the answer with this device. */
+async function answer(item, visit) {
+  const message = item.querySelector(".message");
+  if (call) {
+    message.textContent = "Encerre a chamada atual antes de atender outra.";
+    return;
+  }
+  const button = item.querySelector("button[data-action=answer]");
+  if (button) button.disabled = true;
+  openCall(visit);
+  const key = crypto.randomUUID();
+  const delays = [0, 1000, 2000, 4000];
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await api("POST", `/v1/visits/${visit.id}/answer`, { body: { device_id: deviceID }, headers: { "Idempotency-Key": key } });
+      load();
+      return;
+    } catch (error) {
+      if ((error.status === 0 || error.status >= 500) && attempt + 1 < delays.length) {
+        await new Promise((resolveDelay) => setTimeout(resolveDelay, delays[attempt + 1]));
+        continue;
+      }
+      if (call && call.visitID === visit.id) call.close(error.status === 409 ? "Esta chamada já foi atendida ou encerrada." : `Não foi possível atender: ${error.message}`);
+      if (error.status === 401) return logout(error.message);
+      if (button) button.disabled = false;
+      load();
+      return;
+    }
+  }
+}
+
+function openCall(visit) {
+  const section = $("call");
+  section.hidden = false;
+  section.dataset.state = "connecting";
+  section.dataset.visit = visit.id;
+  $("call-who").textContent = `${visit.visitor_name} · ${visit.unit ? visit.unit.label : ""}`;
+  $("call-videos").hidden = false;
+  $("call-hangup").hidden = false;
+  $("call-close").hidden = true;
+  $("call-unmute").hidden = true;
+  call = new VideoCall({
+    role: "resident",
+    visitID: visit.id,
+    send: (frame) => {
+      if (!socket || socket.readyState !== WebSocket.OPEN) return false;
+      socket.send(JSON.stringify(frame));
+      return true;
+    },
+    iceServers: async () => (await api("GET", "/v1/calls/ice_servers")).ice_servers || [],
+    localVideo: $("call-local"),
+    remoteVideo: $("call-remote"),
+    onState: (state, text) => {
+      section.dataset.state = state;
+      $("call-status").textContent = text;
+      if (state === "ended") {
+        call = null;
+        $("call-videos").hidden = true;
+        $("call-hangup").hidden = true;
+        $("call-unmute").hidden = true;
+        $("call-close").hidden = false;
+      }
+    },
+    onMuted: () => { $("call-unmute").hidden = false; },
+  });
+  call.await();
+  section.scrollIntoView({ block: "start" });
+}
+
 // MARK: live updates (realtime socket with a ticket; polling while it is down)
 
 async function startLive() {
@@ -304,7 +408,7 @@ async function startLive() {
     return liveFailed();
   }
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${scheme}//${location.host}/v1/realtime?ticket=${encodeURIComponent(ticket)}`);
+  const ws = new WebSocket(`${scheme}//${location.host}/v1/realtime?ticket=${encodeURIComponent(ticket)}&device_id=${encodeURIComponent(deviceID)}`);
   socket = ws;
   ws.onopen = () => {
     clearInterval(pollTimer);
@@ -316,6 +420,10 @@ async function startLive() {
   ws.onmessage = (message) => {
     try {
       const frame = JSON.parse(message.data);
+      if (call && typeof frame.type === "string" && (frame.type.startsWith("call.") || frame.type === "error")) call.handle(frame);
+      // The visit closed (resolved elsewhere, cancelled): its call is over too.
+      if (call && frame.type && ["visit.resolved", "visit.cancelled", "visit.expired"].includes(frame.type)
+          && frame.data && frame.data.visit_id === call.visitID) call.close("Chamada encerrada.");
       if (frame.type && (frame.type.startsWith("visit.") || frame.type === "resync_required")) load();
     } catch { /* not JSON: ignore */ }
   };
@@ -348,5 +456,12 @@ function stopLive() {
 $("view-login").addEventListener("submit", login);
 $("refresh").addEventListener("click", load);
 $("logout").addEventListener("click", () => logout());
+$("call-hangup").addEventListener("click", () => { if (call) call.hangup(); });
+$("call-close").addEventListener("click", () => { $("call").hidden = true; });
+$("call-unmute").addEventListener("click", () => {
+  $("call-remote").muted = false;
+  $("call-unmute").hidden = true;
+});
+window.addEventListener("pagehide", () => { if (call) call.hangup(); });
 try { session = JSON.parse(sessionStorage.getItem(SESSION_KEY) || "null"); } catch { session = null; }
 if (session && session.token) enterHome();

@@ -3,6 +3,7 @@
 
 import { request, ApiError } from "./api.js";
 import { VisitFollower } from "./live.js";
+import { VideoCall } from "./call.js";
 import { Camera, locate, mediaAvailable, VoiceRecorder } from "./media.js";
 
 const $ = (id) => document.getElementById(id);
@@ -22,6 +23,8 @@ const state = {
   recorder: null,
   voice: null,
   voiceURL: "",
+  call: null,
+  callDone: false,
 };
 
 // MARK: views
@@ -241,11 +244,18 @@ function enterVisit(visit) {
   $("visit-new").hidden = true;
   $("visit-cancel").hidden = false;
   showError("visit-error", "");
+  endCall();
+  state.callDone = false;
+  resetCallView();
   renderVisit(visit.status, visit.resolution ? visit.resolution.action : undefined);
   $("visit-state").focus();
   if (state.follower) state.follower.stop();
   state.follower = new VisitFollower(state.visitorToken, {
-    onVisit: ({ status, action }) => renderVisit(status, action),
+    onVisit: ({ status, action }) => {
+      renderVisit(status, action);
+      followCall(status);
+    },
+    onCall: (frame) => { if (state.call) state.call.handle(frame); },
     onConnection: (connection) => {
       // Also a hook for the browser tests: "live" means the realtime socket is open.
       document.body.dataset.connection = connection;
@@ -255,6 +265,57 @@ function enterVisit(visit) {
     onError: (message) => showError("visit-error", message),
   });
   state.follower.start();
+  followCall(visit.status);
+}
+
+// MARK: video call (decision 0009: the visitor offers once the resident answered)
+
+function followCall(status) {
+  if (status === "answered" && !state.call && !state.callDone && state.visit) startCall();
+  else if (status !== "answered" && state.call) endCall();
+}
+
+function startCall() {
+  const token = state.visitorToken;
+  const section = $("call");
+  section.hidden = false;
+  section.dataset.state = "connecting";
+  $("call-hangup").hidden = false;
+  $("call-unmute").hidden = true;
+  $("call-videos").hidden = false;
+  state.call = new VideoCall({
+    role: "visitor",
+    visitID: state.visit.id,
+    send: (frame) => !!state.follower && state.follower.send(frame),
+    iceServers: async () => (await request("GET", "/v1/calls/ice_servers", { token, what: "chamada" })).ice_servers || [],
+    localVideo: $("call-local"),
+    remoteVideo: $("call-remote"),
+    onState: (callState, text) => {
+      section.dataset.state = callState;
+      $("call-status").textContent = text;
+      if (callState === "ended") {
+        state.call = null;
+        state.callDone = true;
+        $("call-hangup").hidden = true;
+        $("call-unmute").hidden = true;
+        $("call-videos").hidden = true;
+      }
+    },
+    onMuted: () => { $("call-unmute").hidden = false; },
+  });
+  state.call.start();
+}
+
+/** Closes the call here without a frame: the visit is over, the server ends the call itself. */
+function endCall() {
+  if (state.call) state.call.close();
+  state.call = null;
+}
+
+function resetCallView() {
+  $("call").hidden = true;
+  $("call").dataset.state = "";
+  $("call-status").textContent = "";
 }
 
 function renderVisit(status, action) {
@@ -292,6 +353,8 @@ async function cancelVisit() {
 }
 
 function newVisit() {
+  endCall();
+  resetCallView();
   if (state.follower) state.follower.stop();
   state.follower = null;
   state.visitorToken = "";
@@ -401,11 +464,19 @@ function wire() {
   $("voice-send").addEventListener("click", sendVoice);
   $("voice-again").addEventListener("click", startVoice);
   $("fatal-retry").addEventListener("click", loadGate);
+  $("call-hangup").addEventListener("click", () => { if (state.call) state.call.hangup(); });
+  $("call-unmute").addEventListener("click", () => {
+    $("call-remote").muted = false;
+    $("call-unmute").hidden = true;
+  });
   if (!mediaAvailable()) {
     setText("photo-status", "Este navegador não permite usar a câmera por aqui. Dá para chamar sem foto.");
     $("camera-open").hidden = true;
   }
-  window.addEventListener("pagehide", () => { if (state.camera) state.camera.close(); });
+  window.addEventListener("pagehide", () => {
+    if (state.camera) state.camera.close();
+    if (state.call) state.call.hangup();
+  });
   updateKind();
 }
 

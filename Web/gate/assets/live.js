@@ -14,7 +14,8 @@ export class VisitFollower {
    * @param {string} token visitor token
    * @param {{onVisit: (v: {status: string, action?: string}) => void,
    *          onConnection: (state: "live"|"polling"|"offline") => void,
-   *          onError: (message: string) => void}} handlers
+   *          onError: (message: string) => void,
+   *          onCall?: (frame: {type: string, data: object}) => void}} handlers
    */
   constructor(token, handlers) {
     this.token = token;
@@ -44,6 +45,13 @@ export class VisitFollower {
       socket.onclose = null;
       socket.close(1000);
     }
+  }
+
+  /** Sends one frame on the socket if it is open now; false otherwise (the caller retries). */
+  send(frame) {
+    if (!this.socket || this.socket.readyState !== WebSocket.OPEN) return false;
+    this.socket.send(JSON.stringify(frame));
+    return true;
   }
 
   /** Reads the visit over REST; reports it, or the error if the read failed. */
@@ -123,6 +131,11 @@ export class VisitFollower {
     if (typeof frame.seq === "number") this.since = frame.seq;
     if (frame.type === "resync_required") {
       this.refresh();
+      return;
+    }
+    if (frame.type.startsWith("call.") || frame.type === "error") {
+      // Call signaling (and the server's answer to a refused call frame).
+      if (this.handlers.onCall) this.handlers.onCall(frame);
       return;
     }
     const data = frame.data || {};

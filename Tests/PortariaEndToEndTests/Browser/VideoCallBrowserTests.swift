@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+/// The video call end to end: two headless Chromium instances (each with Chromium's fake
+/// camera and microphone) against the real `portaria serve --demo` — the visitor's gate
+/// page and Maria's web app — with signaling over `/v1/realtime` and media over loopback
+/// host candidates (no TURN relay in tests).
+@Suite("Video call between the gate page and the resident app in Chromium", .serialized,
+       .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+struct VideoCallBrowserTests {
+    /// True once the `<video id>` shows decoded frames of the other side.
+    static let remotePlaying = """
+        const v = document.getElementById(arguments[0]);
+        return !!v && !!v.srcObject && v.videoWidth > 0 && v.readyState >= 2;
+        """
+
+    @Test("The visitor rings A-101, Maria answers in the app, both see each other, then she authorizes and the call ends")
+    func visitorAndResidentSeeEachOther() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let origin = "http://127.0.0.1:\(server.port)"
+            try await WebDriver.with { gate in
+                try await WebDriver.with { app in
+                    // Maria's app first, so its socket (with this browser's device id) is live.
+                    try await app.navigate("\(origin)/app/")
+                    try await app.type(try await app.find(css: "#username"), "maria")
+                    try await app.type(try await app.find(css: "#password"), "demo1234")
+                    try await app.click(css: "#login")
+                    try await app.waitFor("the company choice") { try await app.visibleText("#company") != nil }
+                    try await app.click(try await app.find(xpath: "//select[@id='company']/option[text()='Residencial Demo']"))
+                    try await app.click(css: "#login")
+                    try await app.waitForText("#title", containing: "Residencial Demo")
+                    try await app.waitFor("the app's realtime socket") {
+                        try await app.execute("return document.body.dataset.connection") as? String == "live"
+                    }
+
+                    // The visitor rings A-101 from the gate.
+                    try await gate.navigate("\(origin)/gate/demo-gate")
+                    try await gate.waitFor("the unit list") {
+                        try await gate.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+                    }
+                    try await gate.click(try await gate.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
+                    try await gate.type(try await gate.find(css: "#name"), "Visitante Vídeo")
+                    try await gate.click(css: "#ring")
+                    try await gate.waitForText("#visit-state", containing: "Chamando")
+                    try await gate.waitFor("the gate's realtime socket") {
+                        try await gate.execute("return document.body.dataset.connection") as? String == "live"
+                    }
+
+                    // Maria sees it ringing and taps Atender.
+                    var visitID = ""
+                    try await app.waitFor("the ringing visit with its Atender button") {
+                        visitID = try await app.execute("""
+                            const item = Array.from(document.querySelectorAll('li.visit'))
+                              .find((li) => li.querySelector('.name')?.textContent === arguments[0]);
+                            return item && item.querySelector('button[data-action=answer]') ? item.dataset.id : '';
+                            """, ["Visitante Vídeo"]) as? String ?? ""
+                        return !visitID.isEmpty
+                    }
+                    try await app.click(css: "li.visit[data-id='\(visitID)'] button[data-action=answer]")
+                    try await gate.waitForText("#visit-state", containing: "Atendido")
+
+                    // Both sides end up playing the other's (fake) camera.
+                    try await gate.waitFor("the resident's video on the gate page", within: .seconds(25), every: .milliseconds(250)) {
+                        try await gate.execute(Self.remotePlaying, ["call-remote"]) as? Bool == true
+                    }
+                    try await app.waitFor("the visitor's video in the app", within: .seconds(25), every: .milliseconds(250)) {
+                        try await app.execute(Self.remotePlaying, ["call-remote"]) as? Bool == true
+                    }
+                    try await app.waitFor("the app's call to be live") {
+                        try await app.execute("return document.getElementById('call').dataset.state") as? String == "live"
+                    }
+                    #expect(try await gate.execute("return document.getElementById('call-local').srcObject !== null") as? Bool == true,
+                            "the visitor sees their own preview")
+                    await gate.screenshot("call-gate")
+                    await app.screenshot("call-app")
+
+                    // During the call Maria authorizes from the same screen.
+                    try await app.click(css: "li.visit[data-id='\(visitID)'] button[data-action=authorize]")
+                    try await gate.waitForText("#visit-state", containing: "Autorizado — pode entrar", within: .seconds(10))
+                    try await app.waitForText("li.visit[data-id='\(visitID)'] .message", containing: "Pronto")
+
+                    // The call is over on both sides: state ended, camera and microphone released.
+                    let ended = """
+                        const section = document.getElementById('call');
+                        return section.dataset.state === 'ended' && document.getElementById('call-local').srcObject === null
+                          && document.getElementById('call-remote').srcObject === null;
+                        """
+                    try await gate.waitFor("the call to end on the gate page", within: .seconds(10)) {
+                        try await gate.execute(ended) as? Bool == true
+                    }
+                    try await app.waitFor("the call to end in the app", within: .seconds(10)) {
+                        try await app.execute(ended) as? Bool == true
+                    }
+                    await gate.screenshot("call-gate-authorized")
+                }
+            }
+        }
+    }
+}
