@@ -49,6 +49,13 @@ public struct RateLimiter: Sendable {
         return Window(count: Int(row?.int("count") ?? 1), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
     }
 
+    /// Takes one event back (an attempt counted up front that turned out fine).
+    public func undo(_ bucket: String) async throws {
+        try await database.write { db in
+            _ = try db.execute("UPDATE rate_limits SET count = count - 1 WHERE bucket = ? AND count > 0", .text(bucket))
+        }
+    }
+
     public func reset(_ bucket: String) async throws {
         try await database.write { db in _ = try db.execute("DELETE FROM rate_limits WHERE bucket = ?", .text(bucket)) }
     }

@@ -55,20 +55,23 @@ public struct AuthService: Sendable {
         let accountBucket = "login:user:" + username
         let ipBucket = "login:ip:" + clientAddress
 
+        // Count the attempt *before* the (slow, queued) password check: a check-then-count
+        // would let hundreds of parallel guesses through before the first failure lands.
+        // A success then takes its attempt back, so only failures stay counted.
+        let at = now()
         for (bucket, limit) in [(accountBucket, loginLimitPerAccount), (ipBucket, loginLimitPerIP)] {
-            let window = try await limiter.peek(bucket, window: Self.loginWindow, now: now())
-            if window.count >= limit { throw Self.rateLimited(retryAfter: window.retryAfter) }
+            let window = try await limiter.hit(bucket, window: Self.loginWindow, now: at)
+            if window.count > limit { throw Self.rateLimited(retryAfter: window.retryAfter) }
         }
 
         let user = try await accounts.user(username: username)
         let usable = user.flatMap { $0.disabled ? nil : $0.passwordHash }
         let valid = await hasher.verify(body.password, against: usable)
         guard valid, let user else {
-            try await limiter.hit(accountBucket, window: Self.loginWindow, now: now())
-            try await limiter.hit(ipBucket, window: Self.loginWindow, now: now())
             log.info("login failed", ["ip": .string(clientAddress)])
             throw HTTPError(status: 401, code: .invalidCredentials, message: "usuário ou senha inválidos")
         }
+        try await limiter.undo(ipBucket)
         try await limiter.reset(accountBucket)
         return try await issueSession(for: user)
     }

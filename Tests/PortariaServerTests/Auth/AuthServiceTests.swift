@@ -127,6 +127,26 @@ struct AuthServiceTests {
         }
     }
 
+    @Test("parallel guesses cannot outrun the limit: at most N are checked", arguments: backends)
+    func parallelGuesses(backend: Backend) async throws {
+        try await AuthFixture.with(backend, loginLimit: 3) { fixture in
+            let auth = fixture.auth
+            let statuses = await withTaskGroup(of: Int.self) { group in
+                for index in 0..<20 {
+                    group.addTask {
+                        do {
+                            _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.9.0.\(index)")
+                            return 200
+                        } catch let error as HTTPError { return error.status } catch { return 0 }
+                    }
+                }
+                return await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 401 }.count <= 3, "\(statuses)")
+            #expect(statuses.filter { $0 == 429 }.count >= 17, "\(statuses)")
+        }
+    }
+
     @Test("refresh rotates; a spent token revokes the whole family", arguments: backends)
     func refreshReuse(backend: Backend) async throws {
         try await AuthFixture.with(backend) { fixture in
