@@ -43,7 +43,10 @@ public struct TrustedProxies: Sendable {
 
     /// The client's address: the peer, or — when the peer is a trusted proxy — the
     /// rightmost address in `X-Forwarded-For` that is not itself a trusted proxy.
-    public func clientAddress(peer: String, forwardedFor: String?) -> String {
+    public func clientAddress(peer rawPeer: String, forwardedFor: String?) -> String {
+        // An IPv6 listener sees IPv4 peers as ::ffff:a.b.c.d.
+        let peer = rawPeer.lowercased().hasPrefix("::ffff:") && Self.ipv4(String(rawPeer.dropFirst(7))) != nil
+            ? String(rawPeer.dropFirst(7)) : rawPeer
         guard trusts(peer), let forwardedFor else { return peer }
         let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         for hop in hops.reversed() where !trusts(hop) {

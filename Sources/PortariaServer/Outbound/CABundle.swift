@@ -21,10 +21,13 @@ enum CABundle {
             bundle.append(Data("\n".utf8))
         }
         bundle.append(added)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("portaria-ca-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let path = directory.appendingPathComponent("bundle.pem").path
-        guard FileManager.default.createFile(atPath: path, contents: bundle, attributes: [.posixPermissions: 0o644]) else {
+        // A fresh private directory (mkdtemp, mode 0700): a predictable path in /tmp could
+        // be prepared by another local user with a CA of their own.
+        var template = Array((FileManager.default.temporaryDirectory.path + "/portaria-ca-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkdtemp($0) != nil } ?? false }
+        guard made else { throw ServerStartError("cannot create a private directory for the CA bundle") }
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/bundle.pem"
+        guard FileManager.default.createFile(atPath: path, contents: bundle, attributes: [.posixPermissions: 0o600]) else {
             throw ServerStartError("cannot write the combined CA bundle to \(path)")
         }
         return path

@@ -9,6 +9,9 @@ enum VisitPushes {
     @discardableResult
     static func enqueue(_ db: any SQLConnection, for events: [EventRecord], at: Date) throws -> Int {
         var written = 0
+        // The device that answered (same transaction): its own user's *other* phones must
+        // stop ringing too, so the answering user stays in the cancellation, minus that device.
+        let answered = events.first { $0.type == "visit.answered" }
         for event in events {
             guard let visitID = event.visitID else { continue }
             let data = event.data
@@ -44,8 +47,12 @@ enum VisitPushes {
                                              reason: data["reason"]?.stringValue ?? "cancelled")
                 let message = PushMessage(visitID: visitID, unitLabel: data["unit_label"]?.stringValue,
                                           visitKind: data["kind"]?.stringValue, reason: data["reason"]?.stringValue)
-                written += try PushOutbox.enqueue(db, PushRequest(userIDs: users, kind: .ringCancelled, message: message,
-                                                                  deadline: at.addingTimeInterval(120)), now: at).count
+                var cancel = PushRequest(userIDs: users, kind: .ringCancelled, message: message, deadline: at.addingTimeInterval(120))
+                if data["reason"]?.stringValue == "answered_elsewhere", let answerer = data["answered_by"]?["id"]?.stringValue {
+                    if !cancel.userIDs.contains(answerer) { cancel.userIDs.append(answerer) }
+                    if let device = answered?.data["device_id"]?.stringValue { cancel.excludedInstallations = [device] }
+                }
+                written += try PushOutbox.enqueue(db, cancel, now: at).count
             default:
                 continue
             }

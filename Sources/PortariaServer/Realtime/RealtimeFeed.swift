@@ -147,7 +147,13 @@ private final class FeedState {
     func handle(_ command: RealtimeFeed.Command) async {
         do {
             switch command {
-            case .join(let connection, let subscriber, let since): try await join(connection, subscriber, since: since)
+            case .join(let connection, let subscriber, let since):
+                do { try await join(connection, subscriber, since: since) } catch {
+                    // Never leave an upgraded socket that will receive nothing: the client
+                    // reconnects with `since` and loses nothing.
+                    connection.close(code: .tryAgainLater, reason: "try again")
+                    throw error
+                }
             case .leave(let connection): await leave(connection)
             case .poke(let companyID): try await deliver(companyID: companyID)
             case .pokeAll: for companyID in companies.keys { try await deliver(companyID: companyID) }
@@ -181,6 +187,14 @@ private final class FeedState {
             companies[companyID] = Company(lastSeq: latest)
         }
         var member = Member(connection: connection, subscriber: subscriber, lastDelivered: companies[companyID]!.lastSeq)
+        if let since, since > member.lastDelivered {
+            // Another instance may already have delivered newer events than this one has
+            // heard of: the log, not this instance's memory, says whether `since` exists.
+            let head = try await database.read { db in
+                try db.queryOne("SELECT MAX(seq) AS seq FROM events WHERE company_id = ?", .text(companyID))?.int("seq") ?? 0
+            }
+            if since <= head { member.lastDelivered = since }
+        }
         if let since, since != member.lastDelivered {
             let window = limits.replayWindow
             let missed = since < member.lastDelivered ? try await database.read { db in
@@ -248,7 +262,12 @@ private final class FeedState {
                 after = event.seq
             }
             companies[companyID] = current
-            for event in events { try await followCall(event) }
+            for event in events {
+                // One failed call update must not stop the others (nor the next batch).
+                do { try await followCall(event) } catch {
+                    log.error("call update failed", ["visit_id": event.visitID.map(JSONValue.string) ?? .null, "error": .string(String(describing: error))])
+                }
+            }
             if events.count < 500 { return }
         }
     }
@@ -285,7 +304,11 @@ private final class FeedState {
                     ]).jsonText)
                 }
             case .record(let record):
-                try await recordAttempt(record)
+                // The frames matter more than the timeline row: a failed insert is logged,
+                // the remaining directives still run.
+                do { try await recordAttempt(record) } catch {
+                    log.error("call timeline write failed", ["error": .string(String(describing: error))])
+                }
             }
         }
     }
@@ -337,6 +360,53 @@ private final class FeedState {
             ended.formUnion(Set(chunk).subtracting(live))
         }
         await close(sessions: ended)
+        checks += 1
+        if checks % 6 == 0 { try await checkScopes() }
+        // A missed NOTIFY (a silently dead connection) must not stall delivery for long.
+        if database.dialect == .postgres {
+            for companyID in companies.keys { try await deliver(companyID: companyID) }
+        }
+    }
+
+    /// Session checks since start; every sixth also re-checks what sockets may see.
+    var checks = 0
+
+    /// A socket keeps the scope it had when it connected; a resident who moved out, or an
+    /// operator whose rights were taken away, must stop receiving within a minute. Sockets
+    /// whose scope changed are closed (1008): the client reconnects and gets the new one.
+    func checkScopes() async throws {
+        let accounts = AccountStore(database: database)
+        var groups: [String: (userID: String, companyID: String)] = [:]
+        for company in companies.values {
+            for member in company.members.values {
+                guard let userID = member.subscriber.userID else { continue }
+                groups[userID + "|" + member.subscriber.companyID] = (userID, member.subscriber.companyID)
+            }
+        }
+        var changed = Set<String>()
+        for (key, group) in groups {
+            let membership = try await accounts.membership(userID: group.userID, companyID: group.companyID)
+            let current = membership.map { membership -> Subscriber in
+                let permissions = membership.effectivePermissions
+                return Subscriber(companyID: group.companyID,
+                                  role: permissions.contains(Permission.operatorConsole) ? .companyWide
+                                      : .resident(units: Set(membership.units.map(\.id))),
+                                  userID: group.userID, seesPushHealth: permissions.contains(Permission.adminPushHealth))
+            }
+            let stale = companies[group.companyID]?.members.values.contains { member in
+                member.subscriber.userID == group.userID
+                    && (current == nil || member.subscriber.role != current!.role || member.subscriber.seesPushHealth != current!.seesPushHealth)
+            } ?? false
+            if stale { changed.insert(key) }
+        }
+        guard !changed.isEmpty else { return }
+        for company in companies.values {
+            for member in company.members.values {
+                guard let userID = member.subscriber.userID, changed.contains(userID + "|" + member.subscriber.companyID) else { continue }
+                member.connection.close(code: .policyViolation, reason: "permissions changed")
+                await leave(member.connection)
+            }
+        }
     }
 
     func close(sessions ended: Set<String>) async {

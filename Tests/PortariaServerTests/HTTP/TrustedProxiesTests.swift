@@ -17,6 +17,8 @@ struct TrustedProxiesTests {
         #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: nil) == "127.0.0.1")
         #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: "not-an-address") == "127.0.0.1")
         #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: "2001:db8::1") == "2001:db8::1")
+        // An IPv6 listener sees the IPv4 proxy as ::ffff:a.b.c.d.
+        #expect(proxies.clientAddress(peer: "::ffff:10.1.2.3", forwardedFor: "198.51.100.7") == "198.51.100.7")
     }
 
     @Test func cidrBlocksMatchByPrefix() throws {

@@ -10,6 +10,8 @@ public struct PushRequest: Sendable, Equatable {
     public var deadline: Date
     /// Not sent before this (the next resident of a sequential ring order).
     public var notBefore: Date?
+    /// App installations to leave out (the device that answered keeps its call).
+    public var excludedInstallations: Set<String> = []
 
     public init(userIDs: [String], kind: PushKind, message: PushMessage, deadline: Date, notBefore: Date? = nil) {
         self.userIDs = userIDs
@@ -47,13 +49,14 @@ public enum PushOutbox {
         let message = String(decoding: try JSONCoding.encoder().encode(request.message), as: UTF8.self)
         let placeholders = Array(repeating: "?", count: request.userIDs.count).joined(separator: ", ")
         let devices = try db.query("""
-            SELECT id, user_id, platform, push_token, push_token_status, voip_token, voip_token_status
+            SELECT id, installation_id, user_id, platform, push_token, push_token_status, voip_token, voip_token_status
             FROM devices WHERE user_id IN (\(placeholders)) ORDER BY user_id, created_at, id
             """, request.userIDs.map(SQLValue.text))
         var jobs: [EnqueuedPush] = []
         for device in devices {
             guard let deviceID = device.string("id"), let userID = device.string("user_id"),
                   let platform = device.string("platform") else { continue }
+            if let installation = device.string("installation_id"), request.excludedInstallations.contains(installation) { continue }
             let tokenKind: OutgoingPush.TokenKind
             let token: String?
             switch (platform, request.kind) {

@@ -21,7 +21,13 @@ public final class PostgresListener: @unchecked Sendable {
 
     public init(url: String, channel: String, log: Log = .shared, onNotify: @escaping @Sendable (String?) -> Void) {
         precondition(channel.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }, "channel must be an identifier")
-        conninfo = PostgresDatabase.withDefaults(url)
+        // TCP keepalives: a listener behind a NAT or a failover must notice a dead
+        // connection (and reconnect + re-read) instead of waiting for NOTIFYs forever.
+        var listenURL = PostgresDatabase.withDefaults(url)
+        if !listenURL.contains("keepalives_idle=") {
+            listenURL += "&keepalives=1&keepalives_idle=30&keepalives_interval=10&keepalives_count=3"
+        }
+        conninfo = listenURL
         self.channel = channel
         self.onNotify = onNotify
         self.log = log
