@@ -53,6 +53,13 @@ public struct Authenticator: Sendable {
         return (UserRecord(row), claims.sid)
     }
 
+    /// Whether the bearer is a visitor token (the gate page) rather than a JWT: visitor
+    /// tokens are base64url and never contain the dots that separate a JWT's parts.
+    public static func bearerIsVisitorToken(_ request: HTTPRequest) -> Bool {
+        let credential = request.header("authorization")?.split(separator: " ", maxSplits: 1).last ?? ""
+        return !credential.isEmpty && !credential.contains(".")
+    }
+
     /// Whether a session is still usable (not revoked, not expired, user not disabled).
     public func sessionIsLive(_ sessionID: String) async throws -> Bool {
         let at = now()

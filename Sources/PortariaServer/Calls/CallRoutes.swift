@@ -16,8 +16,7 @@ struct CallRoutes {
         let visitorVisit = visitorVisit
         router.get("/v1/calls/ice_servers") { request in
             // The gate page: a visitor token (no dots) gets credentials for its own visit.
-            let credential = request.header("authorization")?.split(separator: " ", maxSplits: 1).last ?? ""
-            if !credential.isEmpty && !credential.contains(".") {
+            if Authenticator.bearerIsVisitorToken(request) {
                 let visitID = try await visitorVisit(request)
                 return .json(iceServers.iceServers(forSubject: "visitor-\(visitID)"), headers: [("Cache-Control", "no-store")])
             }

@@ -26,11 +26,9 @@ public struct PushReceipts: Sendable {
             try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
             if let visitID = job.string("visit_id") {
                 // Receipts, not provider 200s, measure delivery: they join the timeline.
-                try db.execute("""
-                    INSERT INTO visit_attempts (visit_id, kind, user_id, device_id, channel, detail, created_at)
-                    VALUES (?, ?, ?, ?, 'push', ?, ?)
-                    """, .text(visitID), .text(AttemptKind.pushReceipt.rawValue), .text(userID), .optional(job.string("device_id")),
-                         .text("receipt for \(job.string("kind") ?? "push") \(pushID)"), .date(at))
+                try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushReceipt, user: PersonRef(id: userID, name: ""),
+                                             deviceID: job.string("device_id"), channel: "push",
+                                             detail: "receipt for \(job.string("kind") ?? "push") \(pushID)", at: at)
             }
             if let device = job.string("device_id") {
                 try db.execute("""

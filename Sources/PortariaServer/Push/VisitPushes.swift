@@ -74,10 +74,8 @@ struct VisitTimelinePushSink: PushEventSink {
         if let status = attempt.httpStatus { detail += " \(status)" }
         if let reason = attempt.reason { detail += " \(reason)" }
         let name = try db.queryOne("SELECT name FROM users WHERE id = ?", .text(attempt.userID))?.string("name")
-        try db.execute("""
-            INSERT INTO visit_attempts (visit_id, kind, user_id, user_name, device_id, channel, detail, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, .text(visitID), .text(AttemptKind.pushSent.rawValue), .text(attempt.userID), .optional(name),
-                 .text(attempt.deviceID), .text(attempt.provider), .text(String(detail.prefix(300))), .date(attempt.at))
+        try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushSent, user: PersonRef(id: attempt.userID, name: name ?? ""),
+                                     deviceID: attempt.deviceID, channel: attempt.provider, detail: String(detail.prefix(300)),
+                                     at: attempt.at)
     }
 }

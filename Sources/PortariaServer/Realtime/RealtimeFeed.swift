@@ -181,19 +181,13 @@ private final class FeedState {
         }
         let companyID = subscriber.companyID
         if companies[companyID] == nil {
-            let latest = try await database.read { db in
-                try db.queryOne("SELECT MAX(seq) AS seq FROM events WHERE company_id = ?", .text(companyID))?.int("seq") ?? 0
-            }
-            companies[companyID] = Company(lastSeq: latest)
+            companies[companyID] = Company(lastSeq: try await latestSeq(companyID))
         }
         var member = Member(connection: connection, subscriber: subscriber, lastDelivered: companies[companyID]!.lastSeq)
         if let since, since > member.lastDelivered {
             // Another instance may already have delivered newer events than this one has
             // heard of: the log, not this instance's memory, says whether `since` exists.
-            let head = try await database.read { db in
-                try db.queryOne("SELECT MAX(seq) AS seq FROM events WHERE company_id = ?", .text(companyID))?.int("seq") ?? 0
-            }
-            if since <= head { member.lastDelivered = since }
+            if since <= (try await latestSeq(companyID)) { member.lastDelivered = since }
         }
         if let since, since != member.lastDelivered {
             let window = limits.replayWindow
@@ -213,6 +207,13 @@ private final class FeedState {
         companyOf[key] = companyID
         socketsPerKey[limitKey, default: 0] += 1
         if let peer = member.peer { try await perform(await calls.participantJoined(peer)) }
+    }
+
+    /// The newest seq the log holds for a company.
+    func latestSeq(_ companyID: String) async throws -> Int64 {
+        try await database.read { db in
+            try db.queryOne("SELECT MAX(seq) AS seq FROM events WHERE company_id = ?", .text(companyID))?.int("seq") ?? 0
+        }
     }
 
     func leave(_ connection: WebSocketConnection) async {
@@ -320,14 +321,12 @@ private final class FeedState {
         case .started(let visitID, let resident):
             guard case .resident(let userID, let deviceID) = resident else { return }
             try await database.write { db in
-                try db.execute("""
-                    INSERT INTO visit_attempts (visit_id, kind, user_id, device_id, channel, created_at) VALUES (?, ?, ?, ?, 'call', ?)
-                    """, .text(visitID), .text(AttemptKind.callStarted.rawValue), .text(userID), .text(deviceID), .date(at))
+                try VisitStore.insertAttempt(db, visitID: visitID, kind: .callStarted, user: PersonRef(id: userID, name: ""),
+                                             deviceID: deviceID, channel: "call", at: at)
             }
         case .connected(let visitID):
             try await database.write { db in
-                try db.execute("INSERT INTO visit_attempts (visit_id, kind, channel, created_at) VALUES (?, ?, 'call', ?)",
-                               .text(visitID), .text(AttemptKind.callConnected.rawValue), .date(at))
+                try VisitStore.insertAttempt(db, visitID: visitID, kind: .callConnected, channel: "call", at: at)
             }
         case .ended(let visitID, let reason, let endedBy, let wasConnected):
             var detail = "\(reason)"
@@ -335,8 +334,7 @@ private final class FeedState {
             if wasConnected, let length = record.connectedFor { detail += " after \(length.components.seconds)s" }
             let text = detail
             try await database.write { db in
-                try db.execute("INSERT INTO visit_attempts (visit_id, kind, channel, detail, created_at) VALUES (?, ?, 'call', ?, ?)",
-                               .text(visitID), .text(AttemptKind.callEnded.rawValue), .text(text), .date(at))
+                try VisitStore.insertAttempt(db, visitID: visitID, kind: .callEnded, channel: "call", detail: text, at: at)
             }
         }
     }
@@ -386,13 +384,7 @@ private final class FeedState {
         var changed = Set<String>()
         for (key, group) in groups {
             let membership = try await accounts.membership(userID: group.userID, companyID: group.companyID)
-            let current = membership.map { membership -> Subscriber in
-                let permissions = membership.effectivePermissions
-                return Subscriber(companyID: group.companyID,
-                                  role: permissions.contains(Permission.operatorConsole) ? .companyWide
-                                      : .resident(units: Set(membership.units.map(\.id))),
-                                  userID: group.userID, seesPushHealth: permissions.contains(Permission.adminPushHealth))
-            }
+            let current = membership.map { Subscriber(userID: group.userID, sessionID: nil, membership: $0) }
             let stale = companies[group.companyID]?.members.values.contains { member in
                 member.subscriber.userID == group.userID
                     && (current == nil || member.subscriber.role != current!.role || member.subscriber.seesPushHealth != current!.seesPushHealth)

@@ -21,8 +21,7 @@ struct RealtimeRoutes {
     /// Bearer JWTs (residents, operators) and visitor tokens (the gate page) both open the
     /// stream; a JWT has three dot-separated parts, a visitor token none.
     func subscriber(for request: HTTPRequest) async throws -> Subscriber {
-        let credential = request.header("authorization")?.split(separator: " ", maxSplits: 1).last.map(String.init) ?? ""
-        if credential.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
+        guard Authenticator.bearerIsVisitorToken(request) else {
             return Subscriber(caller: try await authenticator.caller(request))
         }
         let visitID = try await visits.visitorVisitID(request)

@@ -42,9 +42,15 @@ public struct Subscriber: Sendable, Equatable {
 
     /// A signed-in caller in their selected company.
     init(caller: Caller) {
-        let companyWide = caller.has(Permission.operatorConsole)
-        self.init(companyID: caller.companyID, role: companyWide ? .companyWide : .resident(units: caller.unitIDs),
-                  userID: caller.user.id, sessionID: caller.sessionID, seesPushHealth: caller.has(Permission.adminPushHealth))
+        self.init(userID: caller.user.id, sessionID: caller.sessionID, membership: caller.membership)
+    }
+
+    /// What a user's membership lets a socket see (also used to re-check live sockets).
+    init(userID: String, sessionID: String?, membership: CompanyMembership) {
+        let permissions = membership.effectivePermissions
+        self.init(companyID: membership.company.id,
+                  role: permissions.contains(Permission.operatorConsole) ? .companyWide : .resident(units: Set(membership.units.map(\.id))),
+                  userID: userID, sessionID: sessionID, seesPushHealth: permissions.contains(Permission.adminPushHealth))
     }
 
     public func sees(_ event: EventRecord) -> Bool {
