@@ -21,10 +21,10 @@ struct CallSignalingTests {
             let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
             let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
             let visitor = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
-            let phone = R.Reader(try await R.socket(server, maria, query: "?device_id=phone-1"))
-            let tablet = R.Reader(try await R.socket(server, maria, query: "?device_id=tablet-9"))
-            let stranger = R.Reader(try await R.socket(server, ana))
-            try await Task.sleep(for: .milliseconds(150))
+            try await visitor.waitUntilSubscribed()
+            let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
+            let tablet = try await R.subscribe(server, maria, query: "?device_id=tablet-9")
+            let stranger = try await R.subscribe(server, ana)
 
             let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
                 headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),

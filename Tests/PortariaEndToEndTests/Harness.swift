@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaWebSocket
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -303,33 +304,33 @@ struct RawResponse: Sendable {
 /// A blocking TCP connection to the server on 127.0.0.1, for traffic a normal client
 /// would never send. Used by one task at a time.
 final class RawConnection: @unchecked Sendable {
-    private var descriptor: Int32
+    /// The socket's single owner: `close()` drops it, and whatever is left closes when the
+    /// connection goes away — also when `init` throws, so `init` never closes it itself
+    /// (closing twice closes whatever another test opened in between).
+    private var socket: OwnedDescriptor?
+    private var descriptor: Int32 { socket?.rawValue ?? -1 }
     private var buffer: [UInt8] = []
 
     init(port: UInt16) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        socket = OwnedDescriptor.socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue))
         guard descriptor >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let descriptor = descriptor
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard result == 0 else {
-            let message = String(cString: strerror(errno))
-            Glibc.close(descriptor)
-            throw HarnessError("connect to port \(port): \(message)")
+            throw HarnessError("connect to port \(port): \(String(cString: strerror(errno)))")
         }
     }
 
-    deinit { close() }
-
     func close() {
-        if descriptor >= 0 { Glibc.close(descriptor) }
-        descriptor = -1
+        socket = nil
     }
 
     /// Closes with a reset (SO_LINGER 0), which the server notices even when it is not

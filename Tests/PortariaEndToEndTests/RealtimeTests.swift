@@ -25,6 +25,14 @@ struct RealtimeTests {
                                           headers: [("Authorization", "Bearer \(session.token)"), ("X-Company-Id", session.companyID)])
     }
 
+    /// A socket that has joined the stream: returns once the server's `subscribed` frame
+    /// arrived, so every event committed afterwards reaches it (no sleep needed).
+    static func subscribe(_ server: TestServer, _ session: Session, query: String = "") async throws -> Reader {
+        let reader = Reader(try await socket(server, session, query: query))
+        try await reader.waitUntilSubscribed()
+        return reader
+    }
+
     /// Creates a visit to `label` at the demo gate; returns (visit id, visitor token).
     static func ring(_ server: TestServer, unit label: String = "A-101") async throws -> (String, String) {
         let gate = try await server.request("GET", "/v1/gates/demo-gate")
@@ -48,9 +56,40 @@ struct RealtimeTests {
             iterator = connection.events.makeAsyncIterator()
         }
 
+        /// Frames that arrived before `subscribed` (a `?since=` replay, `resync_required`).
+        private(set) var beforeSubscribed: [JSONValue] = []
+        private(set) var subscribed = false
+
         enum Item: Sendable { case frame(JSONValue), closed(UInt16), timedOut }
 
+        /// Waits for the server's `subscribed` frame; the frames before it stay readable.
+        func waitUntilSubscribed(timeout: Duration = .seconds(10)) async throws {
+            var early: [JSONValue] = []
+            while !subscribed {
+                switch await readRaw(timeout: timeout) {
+                case .frame(let frame):
+                    if frame["type"]?.stringValue == "subscribed" { subscribed = true } else { early.append(frame) }
+                case .closed(let code): throw HarnessError("socket closed (\(code)) before it was subscribed")
+                case .timedOut: throw HarnessError("no subscribed frame within \(timeout)")
+                }
+            }
+            beforeSubscribed += early
+        }
+
+        /// The next frame other than `subscribed` (frames set aside while waiting for it first).
         func read(timeout: Duration = .seconds(5)) async -> Item {
+            if !beforeSubscribed.isEmpty { return .frame(beforeSubscribed.removeFirst()) }
+            while true {
+                let item = await readRaw(timeout: timeout)
+                if case .frame(let frame) = item, frame["type"]?.stringValue == "subscribed" {
+                    subscribed = true
+                    continue
+                }
+                return item
+            }
+        }
+
+        private func readRaw(timeout: Duration) async -> Item {
             let box = UncheckedIterator(self)
             return await withTaskGroup(of: Item.self) { group in
                 group.addTask { await box.read() }
@@ -123,13 +162,10 @@ struct RealtimeTests {
             let ana = try await Self.login(server, "ana")
             let carlos = try await Self.login(server, "carlos", company: "Condomínio Azul")
             let operatorSession = try await Self.login(server, "portaria")
-            let mariaReader = Reader(try await Self.socket(server, maria))
-            let anaSocket = try await Self.socket(server, ana)
-            let anaReader = Reader(anaSocket)
-            let carlosSocket = try await Self.socket(server, carlos)
-            let carlosReader = Reader(carlosSocket)
-            let operatorReader = Reader(try await Self.socket(server, operatorSession))
-            try await Task.sleep(for: .milliseconds(200))   // the joins are processed in order before the first poke
+            let mariaReader = try await Self.subscribe(server, maria)
+            let anaReader = try await Self.subscribe(server, ana)
+            let carlosReader = try await Self.subscribe(server, carlos)
+            let operatorReader = try await Self.subscribe(server, operatorSession)
 
             let (visit, _) = try await Self.ring(server)
             let resolved = try await Self.resolve(server, maria, visit: visit)
@@ -149,8 +185,8 @@ struct RealtimeTests {
 
             // Ana (B-201) and Carlos (another condominium) get nothing: a ping proves the
             // socket is alive and that nothing was queued before the pong.
-            for (socket, reader) in [(anaSocket, anaReader), (carlosSocket, carlosReader)] {
-                socket.send(text: #"{"type":"ping"}"#)
+            for reader in [anaReader, carlosReader] {
+                reader.connection.send(text: #"{"type":"ping"}"#)
                 #expect(try await reader.next()["type"]?.stringValue == "pong")
             }
         }
@@ -176,8 +212,7 @@ struct RealtimeTests {
     func replay() async throws {
         try await TestServer.with(["--demo"]) { server in
             let maria = try await Self.login(server, "maria")
-            var reader = Reader(try await Self.socket(server, maria))
-            try await Task.sleep(for: .milliseconds(100))
+            var reader = try await Self.subscribe(server, maria)
             _ = try await Self.ring(server)
             let seen = try await reader.until("visit.ringing")
             let lastFrame = try #require(seen.last)
@@ -247,7 +282,7 @@ struct RealtimeTests {
             #expect(issued.status == 201)
             let ticket = try #require(try issued.json()["ticket"] as? String)
             let reader = Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(ticket)"))
-            try await Task.sleep(for: .milliseconds(100))
+            try await reader.waitUntilSubscribed()
             _ = try await Self.ring(server)   // another visit: not this page's business
             let maria = try await Self.login(server, "maria")
             #expect(try await Self.resolve(server, maria, visit: visit).status == 200)
@@ -264,8 +299,7 @@ struct RealtimeTests {
     func logoutClosesSockets() async throws {
         try await TestServer.with(["--demo"]) { server in
             let ana = try await Self.login(server, "ana")
-            let reader = Reader(try await Self.socket(server, ana))
-            try await Task.sleep(for: .milliseconds(100))
+            let reader = try await Self.subscribe(server, ana)
             let logout = try await server.request("POST", "/v1/auth/logout", headers: [("Authorization", "Bearer \(ana.token)")])
             #expect(logout.status == 204)
             #expect(await reader.closeCode(timeout: .seconds(3)) == 1008)
@@ -282,8 +316,7 @@ struct RealtimeTests {
         let b = try await TestServer.start(["--database", database.url])
         do {
             let maria = try await Self.login(b, "maria")
-            let reader = Reader(try await Self.socket(b, maria))
-            try await Task.sleep(for: .milliseconds(200))
+            let reader = try await Self.subscribe(b, maria)
             let started = ContinuousClock.now
             let (visit, _) = try await Self.ring(a)
             let frame = try await reader.next(timeout: .seconds(5))
@@ -313,10 +346,17 @@ struct RealtimeTests {
             #expect(await eleventh.closeCode() == 1008)
             readers[0].connection.close()
             _ = await readers[0].closeCode()
-            try await Task.sleep(for: .milliseconds(200))
-            let again = Reader(try await Self.socket(server, ana))
-            again.connection.send(text: #"{"type":"ping"}"#)
-            #expect(try await again.next()["type"]?.stringValue == "pong")
+            // The server frees the place when it has processed the close, which can come
+            // just after our side saw the close handshake: retry until a socket joins.
+            var again: Reader?
+            let freed = await eventually(within: .seconds(5)) {
+                guard let reader = try? await Self.subscribe(server, ana) else { return false }
+                again = reader
+                return true
+            }
+            #expect(freed, "a closed socket did not free its place")
+            again?.connection.send(text: #"{"type":"ping"}"#)
+            #expect(try await again?.next()["type"]?.stringValue == "pong")
         }
     }
 }

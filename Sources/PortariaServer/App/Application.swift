@@ -21,6 +21,8 @@ public final class Application: Sendable {
     public let pushWorker: PushWorker
     private let pushShutdown: @Sendable () -> Void
     private let pushWake: Task<Void, Never>
+    /// Held for the life of the server on SQLite: one server per database file.
+    private let databaseLock: DatabaseFileLock?
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -29,6 +31,23 @@ public final class Application: Sendable {
         if let extra = configuration.caFile { configuration.caFile = try CABundle.combined(with: extra) }
         self.configuration = configuration
         self.log = log
+        // The port before the database: a second server started by mistake must fail
+        // before it creates, migrates or seeds anything.
+        let router = Router()
+        var http = HTTPServerConfiguration()
+        http.host = configuration.host
+        http.port = configuration.port
+        http.maxBodySize = configuration.maxBodySize
+        http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
+        http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
+        server = HTTPServer(router: router, configuration: http, log: log)
+        try server.bind()
+        if configuration.databaseURL.hasPrefix("sqlite://") {
+            databaseLock = try DatabaseFileLock(path: String(configuration.databaseURL.dropFirst("sqlite://".count)))
+        } else {
+            databaseLock = nil
+        }
+        try PrivateDirectory.prepare(configuration.dataDirectory)
         database = try await DatabaseFactory.open(url: configuration.databaseURL)
         let applied = try await Migrator().migrate(database)
         if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
@@ -55,7 +74,6 @@ public final class Application: Sendable {
                                 sink: VisitTimelinePushSink(), log: log)
 
         webSockets = WebSocketHub(log: log)
-        let router = Router()
         iceServers = try ICEServerProvider(configuration: configuration)
         if iceServers.turn == nil {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
@@ -106,13 +124,6 @@ public final class Application: Sendable {
                        authenticator: authenticator, visits: visits.service,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)
 
-        var http = HTTPServerConfiguration()
-        http.host = configuration.host
-        http.port = configuration.port
-        http.maxBodySize = configuration.maxBodySize
-        http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
-        http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
-        server = HTTPServer(router: router, configuration: http, log: log)
     }
 
     /// APNs and FCM from the configuration; the log-only sender for whatever has no credentials.
@@ -167,6 +178,7 @@ public final class Application: Sendable {
         await pushWorker.stop()
         pushShutdown()
         await database.close()
+        databaseLock?.unlock()
         log.info("stopped")
     }
 }

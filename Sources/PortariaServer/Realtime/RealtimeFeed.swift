@@ -206,6 +206,10 @@ private final class FeedState {
         companies[companyID]!.members[key] = member
         companyOf[key] = companyID
         socketsPerKey[limitKey, default: 0] += 1
+        // From here every commit reaches this socket. Saying so lets a client (and a test)
+        // know when "live" starts instead of guessing with a sleep.
+        connection.send(text: JSONValue.object(["type": .string("subscribed"),
+                                                "seq": .number(Double(member.lastDelivered))]).jsonText)
         if let peer = member.peer { try await perform(await calls.participantJoined(peer)) }
     }
 

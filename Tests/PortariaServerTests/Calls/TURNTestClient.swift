@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import PortariaWebSocket
 @testable import PortariaServer
 #if canImport(Glibc)
 import Glibc
@@ -118,13 +119,17 @@ final class STUNConnection {
     enum Transport: String { case udp, tcp }
 
     let transport: Transport
-    private let descriptor: Int32
+    /// Closed once, when the connection goes away (also when `init` throws).
+    private let socket: OwnedDescriptor
+    private var descriptor: Int32 { socket.rawValue }
 
     /// Connects to 127.0.0.1:`port`; every receive gives up after `timeout`.
     init(port: UInt16, transport: Transport, timeout: Duration = .seconds(2)) throws {
         self.transport = transport
-        descriptor = socket(AF_INET, Int32(transport == .udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TURNTestError("socket() failed: errno \(errno)") }
+        guard let socket = OwnedDescriptor.socket(family: AF_INET, type: Int32(transport == .udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue)) else {
+            throw TURNTestError("socket() failed: errno \(errno)")
+        }
+        self.socket = socket
         let seconds = timeout.components.seconds
         var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
@@ -139,13 +144,14 @@ final class STUNConnection {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else {
+            // No close here: `socket` closes itself as `init` unwinds. Closing it here too
+            // closed the number twice, and the second close hit whatever another test had
+            // opened in between (a SQLite file, a PostgreSQL connection).
             let code = errno
-            close(descriptor)
             throw TURNTestError("connect to 127.0.0.1:\(port)/\(transport) failed: errno \(code)")
         }
     }
 
-    deinit { close(descriptor) }
 
     /// Sends `request` and waits for the response with its transaction id; UDP
     /// requests are retransmitted (RFC 8489 §6.2.1, shortened) since datagrams may drop.
