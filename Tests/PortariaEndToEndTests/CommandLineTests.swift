@@ -45,13 +45,16 @@ struct CommandLineTests {
         expectNoCrashOutput(result)
     }
 
-    @Test("an unreachable PostgreSQL exits non-zero within about 6 s with one readable line", arguments: ["serve", "migrate"])
+    @Test("an unreachable PostgreSQL exits non-zero (after its ~5 s of retries, not hanging) with one readable line",
+          arguments: ["serve", "migrate"])
     func unreachablePostgres(_ command: String) async throws {
         var arguments = [command, "--database", "postgres://postgres@127.0.0.1:1/x"]
         if command == "serve" { arguments += ["--port", "0"] }
-        let result = try await runPortaria(arguments, timeout: .seconds(15))
+        let result = try await runPortaria(arguments, timeout: .seconds(40))
         #expect(result.status != 0)
-        #expect(result.elapsed < .seconds(7), "took \(result.elapsed)")
+        // "Gives up" versus "hangs", not a benchmark: the bound leaves room for a loaded
+        // CI machine (a debug binary's start-up alone took seconds there).
+        #expect(result.elapsed < .seconds(25), "took \(result.elapsed)")
         #expect(result.stderrLines.count == 1, "\(result.stderr)")
         #expect(result.stderr.contains("database unavailable"), "\(result.stderr)")
         expectNoCrashOutput(result)

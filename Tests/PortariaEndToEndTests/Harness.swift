@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import PortariaCore
 import PortariaWebSocket
 import Testing
@@ -127,13 +130,22 @@ final class TestServer: @unchecked Sendable {
     let directory: URL
     let port: UInt16
     let logPath: String
+    /// What it was started with, for `restart()`.
+    let arguments: [String]
+    let environment: [String: String]
 
-    private init(process: Process, directory: URL, port: UInt16, logPath: String) {
+    private init(process: Process, directory: URL, port: UInt16, logPath: String,
+                 arguments: [String], environment: [String: String]) {
         self.process = process
         self.directory = directory
         self.port = port
         self.logPath = logPath
+        self.arguments = arguments
+        self.environment = environment
     }
+
+    /// `http://127.0.0.1:PORT`, for URLSession clients (`HTTP.send`).
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// The server's log (JSON lines on stderr) so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -142,11 +154,15 @@ final class TestServer: @unchecked Sendable {
 
     /// Starts the server and returns once `/healthz` answers 200. `--port 0` lets the
     /// kernel pick a free port (no race with other tests); the server logs the port it bound.
-    static func start(_ arguments: [String] = [], environment: [String: String] = [:]) async throws -> TestServer {
+    /// - Parameter directory: reuse a directory (and so its SQLite database and media), as
+    ///   `restart()` does; a new one by default. Later `arguments` override the defaults
+    ///   (`--database postgres://…`).
+    static func start(_ arguments: [String] = [], environment: [String: String] = [:],
+                      directory existing: URL? = nil) async throws -> TestServer {
         let binary = try PortariaBinary.require()
-        let directory = try makeTemporaryDirectory("server")
+        let directory = try existing ?? makeTemporaryDirectory("server")
         let logPath = directory.appendingPathComponent("server.log").path
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0",
@@ -156,7 +172,10 @@ final class TestServer: @unchecked Sendable {
         process.currentDirectoryURL = directory
         process.standardOutput = FileHandle(forWritingAtPath: directory.appendingPathComponent("stdout").path)
             ?? FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: logPath)
+        let logOffset = (FileManager.default.contents(atPath: logPath) ?? Data()).count
+        let logHandle = FileHandle(forWritingAtPath: logPath)
+        _ = try? logHandle?.seekToEnd()   // a restart appends to the same log
+        process.standardError = logHandle
         process.standardInput = FileHandle.nullDevice
         try process.run()
 
@@ -170,11 +189,14 @@ final class TestServer: @unchecked Sendable {
 
         var port: UInt16?
         _ = await eventually(within: .seconds(20)) {
-            port = Self.boundPort(in: (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+            // Only this process's lines: a restart appends to its predecessor's log.
+            let log = FileManager.default.contents(atPath: logPath) ?? Data()
+            port = Self.boundPort(in: String(decoding: log.dropFirst(logOffset), as: UTF8.self))
             return port != nil || !process.isRunning
         }
         guard let port else { throw await fail("portaria serve did not report a listening port") }
-        let server = TestServer(process: process, directory: directory, port: port, logPath: logPath)
+        let server = TestServer(process: process, directory: directory, port: port, logPath: logPath,
+                                arguments: arguments, environment: environment)
         let healthy = await eventually(within: .seconds(10)) {
             (try? await server.request("GET", "/healthz", timeout: .seconds(2)))?.status == 200
         }
@@ -223,6 +245,18 @@ final class TestServer: @unchecked Sendable {
     /// Sends a signal (SIGTERM by default).
     func signal(_ number: Int32 = SIGTERM) {
         kill(process.processIdentifier, number)
+    }
+
+    /// `kill -9`: no shutdown, no flush — what a crash looks like. The directory stays.
+    func kill9() async {
+        signal(SIGKILL)
+        _ = await waitForExit(process, within: .seconds(10))
+    }
+
+    /// A new process on the same directory, database and arguments (after `kill9()`).
+    func restart() async throws -> TestServer {
+        if process.isRunning { await kill9() }
+        return try await TestServer.start(arguments, environment: environment, directory: directory)
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after `grace`) and removes its directory.
@@ -461,5 +495,69 @@ final class RawConnection: @unchecked Sendable {
             buffer.removeFirst(size + 2)
             if size == 0 { return body }
         }
+    }
+}
+
+// MARK: A URLSession client (how an app speaks HTTP), and throw-away PostgreSQL databases
+
+/// One HTTP exchange as the test sees it.
+struct Exchange: Sendable {
+    var status: Int
+    var body: Data
+    var headers: [String: String]
+    var json: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: body)) ?? .null }
+}
+
+enum HTTP {
+    static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        configuration.timeoutIntervalForRequest = 10
+        return URLSession(configuration: configuration)
+    }()
+
+    static func send(_ method: String, _ url: URL, headers: [String: String] = [:], json: String? = nil) async throws -> Exchange {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let json {
+            request.httpBody = Data(json.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw HarnessError("not HTTP") }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        return Exchange(status: http.statusCode, body: data, headers: headers)
+    }
+}
+
+/// Creates and drops a throw-away PostgreSQL database when the run has a cluster.
+enum EndToEndPostgres {
+    static var url: String? {
+        let value = ProcessInfo.processInfo.environment["PORTARIA_TEST_POSTGRES_URL"]
+        return value?.isEmpty == false ? value : nil
+    }
+
+    static func psql(_ sql: String) throws {
+        guard let url else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: (ProcessInfo.processInfo.environment["PG_BIN"] ?? "/usr/lib/postgresql/15/bin") + "/psql")
+        process.arguments = [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw HarnessError("psql failed: \(sql)") }
+    }
+
+    /// A new database's URL on the same cluster.
+    static func create() throws -> (url: String, drop: () -> Void)? {
+        guard let base = url, var components = URLComponents(string: base) else { return nil }
+        let name = "portaria_e2e_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
+        try psql("CREATE DATABASE \(name)")
+        components.path = "/" + name
+        return (components.string!, { try? psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") })
     }
 }
