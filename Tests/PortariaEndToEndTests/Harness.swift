@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PortariaCore
+@_exported import PortariaTestSupport
 import PortariaWebSocket
 import Testing
 #if canImport(Glibc)
@@ -13,20 +14,6 @@ import Glibc
 // free loopback port with its own temporary directory and SQLite database, and talks
 // to it over real sockets. Blocking socket and process work runs on Dispatch threads
 // (`offload`) so Swift's small cooperative pool stays free for the tests themselves.
-
-/// Runs blocking work on a Dispatch thread.
-func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        // A serial queue of its own: on Linux the global concurrent pool has one thread per
-        // core and blocking calls there would stall each other (and the code under test).
-        DispatchQueue(label: "portaria.tests.offload").async { continuation.resume(with: Result { try body() }) }
-    }
-}
-
-struct HarnessError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// Where the binary under test is: `PORTARIA_BIN`, else `.build/debug/portaria` of this package.
 enum PortariaBinary {
@@ -51,12 +38,6 @@ enum PortariaBinary {
         environment.merge(extra) { $1 }
         return environment
     }
-}
-
-func makeTemporaryDirectory(_ label: String) throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("portaria-e2e-\(label)-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
 }
 
 /// What one run of the CLI did.
@@ -101,27 +82,6 @@ func runPortaria(_ arguments: [String], environment: [String: String] = [:],
         stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
         stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
         elapsed: elapsed)
-}
-
-/// Polls until `process` has exited; false if it is still running at the deadline.
-func waitForExit(_ process: Process, within timeout: Duration) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning {
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return true
-}
-
-/// Polls `condition` until it holds or the deadline passes.
-func eventually(within timeout: Duration, every interval: Duration = .milliseconds(20),
-                _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        if try await condition() { return true }
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: interval)
-    }
 }
 
 /// One `portaria serve` process on a free port with its own directory and database.
@@ -310,191 +270,12 @@ final class TestServer: @unchecked Sendable {
     }
 }
 
-/// A parsed HTTP/1.1 response.
-struct RawResponse: Sendable {
-    var status: Int
-    /// Header names lowercased.
-    var headers: [String: String]
-    var body: [UInt8]
-
-    func header(_ name: String) -> String? { headers[name.lowercased()] }
-    var text: String { String(decoding: body, as: UTF8.self) }
-
-    func json() throws -> [String: Any] {
-        guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
-            throw HarnessError("body is not a JSON object: \(text.prefix(200))")
-        }
-        return object
-    }
-
+extension RawResponse {
     /// The `error` object of the envelope (DESIGN §3), checking the media type.
     func errorEnvelope(sourceLocation: SourceLocation = #_sourceLocation) throws -> ErrorBody {
         #expect(header("content-type")?.hasPrefix("application/json") == true, "Content-Type \(header("content-type") ?? "none")",
                 sourceLocation: sourceLocation)
         return try JSONCoding.decoder().decode(ErrorEnvelope.self, from: Data(body)).error
-    }
-}
-
-/// A blocking TCP connection to the server on 127.0.0.1, for traffic a normal client
-/// would never send. Used by one task at a time.
-final class RawConnection: @unchecked Sendable {
-    /// The socket's single owner: `close()` drops it, and whatever is left closes when the
-    /// connection goes away — also when `init` throws, so `init` never closes it itself
-    /// (closing twice closes whatever another test opened in between).
-    private var socket: OwnedDescriptor?
-    private var descriptor: Int32 { socket?.rawValue ?? -1 }
-    private var buffer: [UInt8] = []
-
-    init(port: UInt16) throws {
-        socket = OwnedDescriptor.socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue))
-        guard descriptor >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let descriptor = descriptor
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
-            throw HarnessError("connect to port \(port): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    func close() {
-        socket = nil
-    }
-
-    /// Closes with a reset (SO_LINGER 0), which the server notices even when it is not
-    /// reading; a plain close after a half-close can go unnoticed until the idle timeout.
-    func abort() {
-        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-        close()
-    }
-
-    /// Half-closes: the server sees end of input but can still answer.
-    func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
-
-    /// Sends everything; throws when the peer has gone (EPIPE/ECONNRESET).
-    func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent < 0 {
-                if errno == EINTR { continue }
-                throw HarnessError("send: \(String(cString: strerror(errno)))")
-            }
-            offset += sent
-        }
-    }
-
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
-
-    /// Reads more bytes into the buffer; false at end of stream or on reset.
-    private func fill(until deadline: ContinuousClock.Instant) throws -> Bool {
-        let remaining = deadline - ContinuousClock.now
-        guard remaining > .zero else { throw HarnessError("timed out waiting for the server") }
-        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000)
-        let ready = poll(&poller, 1, max(1, milliseconds))
-        if ready == 0 { throw HarnessError("timed out waiting for the server") }
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-        if count <= 0 { return false } // closed or reset
-        buffer += chunk[..<count]
-        return true
-    }
-
-    /// True when the server closes (or resets) the connection before `timeout`.
-    func waitForClose(timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        do {
-            while try fill(until: deadline) { buffer.removeAll(keepingCapacity: true) }
-            return true
-        } catch {
-            return false
-        }
-    }
-
-    /// Reads one response, skipping interim 1xx answers unless told not to. Nil if the
-    /// connection closed before any byte.
-    func readResponse(timeout: Duration = .seconds(5), isHead: Bool = false, skipInterim: Bool = true) throws -> RawResponse? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let separator: [UInt8] = Array("\r\n\r\n".utf8)
-            var headEnd: Int?
-            while headEnd == nil {
-                headEnd = buffer.firstRange(of: separator)?.upperBound
-                if headEnd == nil {
-                    guard try fill(until: deadline) else {
-                        if buffer.isEmpty { return nil }
-                        throw HarnessError("connection closed inside a response head: \(String(decoding: buffer, as: UTF8.self).prefix(200))")
-                    }
-                }
-            }
-            let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-            buffer.removeFirst(headEnd!)
-            var lines = head.components(separatedBy: "\r\n").filter { !$0.isEmpty }
-            let statusLine = lines.removeFirst()
-            let parts = statusLine.split(separator: " ", maxSplits: 2)
-            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
-                throw HarnessError("bad status line: \(statusLine)")
-            }
-            var headers: [String: String] = [:]
-            for line in lines {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                let name = line[..<colon].lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                headers[name] = headers[name].map { $0 + ", " + value } ?? value
-            }
-            if (100..<200).contains(status) {
-                if skipInterim { continue }
-                return RawResponse(status: status, headers: headers, body: [])
-            }
-            var body: [UInt8] = []
-            if isHead || status == 204 || status == 304 {
-                // no body
-            } else if let length = headers["content-length"].flatMap(Int.init) {
-                while buffer.count < length {
-                    guard try fill(until: deadline) else { throw HarnessError("connection closed inside a body") }
-                }
-                body = Array(buffer[..<length])
-                buffer.removeFirst(length)
-            } else if headers["transfer-encoding"]?.lowercased().contains("chunked") == true {
-                body = try readChunked(until: deadline)
-            } else {
-                while try fill(until: deadline) {}
-                body = buffer
-                buffer = []
-            }
-            return RawResponse(status: status, headers: headers, body: body)
-        }
-    }
-
-    private func readChunked(until deadline: ContinuousClock.Instant) throws -> [UInt8] {
-        var body: [UInt8] = []
-        let crlf: [UInt8] = [13, 10]
-        while true {
-            var lineEnd = buffer.firstRange(of: crlf)
-            while lineEnd == nil {
-                guard try fill(until: deadline) else { throw HarnessError("closed inside chunked body") }
-                lineEnd = buffer.firstRange(of: crlf)
-            }
-            let sizeText = String(decoding: buffer[..<lineEnd!.lowerBound], as: UTF8.self).split(separator: ";").first ?? ""
-            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else {
-                throw HarnessError("bad chunk size \(sizeText)")
-            }
-            buffer.removeFirst(lineEnd!.upperBound)
-            while buffer.count < size + 2 {
-                guard try fill(until: deadline) else { throw HarnessError("closed inside chunk") }
-            }
-            body += buffer[..<size]
-            buffer.removeFirst(size + 2)
-            if size == 0 { return body }
-        }
     }
 }
 
