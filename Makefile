@@ -1,6 +1,7 @@
 # Portaria: two commands.
 #   make run    build (release) and serve the demo on http://127.0.0.1:8080 (SQLite)
 #   make test   every test, PostgreSQL ones included (throw-away cluster)
+#   make test-repeat N=10   the whole suite N times from a fresh clone
 # Also: make build, make bench, make clean, make bootstrap.
 
 SHELL := /bin/bash
@@ -18,7 +19,7 @@ PORT ?= 8080
 DATABASE ?= sqlite://./portaria.db
 RELEASE_BIN := .build/release/portaria
 
-.PHONY: run test build bench clean bootstrap
+.PHONY: run test test-repeat build bench clean bootstrap
 
 bootstrap:
 	@scripts/bootstrap
@@ -42,6 +43,11 @@ test: bootstrap
 	printf '\nmake test: %s in %dm%02ds\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
 	  $$((elapsed / 60)) $$((elapsed % 60)); \
 	exit $$status
+
+# The whole suite N times from a fresh clone of HEAD (a flaky test is a failing test).
+N ?= 10
+test-repeat:
+	@scripts/repeat-test $(N)
 
 bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \
