@@ -17,7 +17,6 @@ public final class PostgresListener: @unchecked Sendable {
     private let onNotify: @Sendable (String?) -> Void
     private let running = Locked(true)
     private let log: Log
-    private var thread: Thread?
 
     public init(url: String, channel: String, log: Log = .shared, onNotify: @escaping @Sendable (String?) -> Void) {
         precondition(channel.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }, "channel must be an identifier")
@@ -34,9 +33,12 @@ public final class PostgresListener: @unchecked Sendable {
     }
 
     public func start() {
+        // The Thread is not stored: its block holds `self`, and a stored Thread made a cycle
+        // that outlived the thread after `stop()` (LeakSanitizer: the listener, its thread
+        // and its closures, once per server on PostgreSQL). Foundation keeps a running
+        // Thread alive by itself.
         let thread = Thread { [self] in run() }
         thread.name = "portaria.pg-listen"
-        self.thread = thread
         thread.start()
     }
 
