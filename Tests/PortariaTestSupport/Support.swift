@@ -35,7 +35,17 @@ package func waitForExit(_ process: Process, within timeout: Duration) async -> 
         if ContinuousClock.now >= deadline { return false }
         try? await Task.sleep(for: .milliseconds(10))
     }
+    reap(process)
     return true
+}
+
+/// Lets Foundation forget a process that has exited. On Linux `Process.run()` creates a
+/// run-loop source that retains the process, and only `waitUntilExit()` drops it: a process
+/// that was merely polled until `isRunning` turned false leaks with its arguments,
+/// environment and pipes (LeakSanitizer found dozens per suite run). Once it has exited,
+/// `waitUntilExit()` returns at once without spinning a run loop.
+package func reap(_ process: Process) {
+    if !process.isRunning { process.waitUntilExit() }
 }
 
 /// Polls `condition` until it holds or the deadline passes.

@@ -340,6 +340,7 @@ package final class WebDriver: @unchecked Sendable {
     }
 
     package static func terminate(_ process: Process) {
+        defer { reap(process) }
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(3)

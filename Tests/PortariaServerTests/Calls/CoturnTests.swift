@@ -2,6 +2,7 @@ import Foundation
 import PortariaCore
 import Testing
 @testable import PortariaServer
+import PortariaTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -89,6 +90,7 @@ final class CoturnProcess: @unchecked Sendable {
     func stop() async {
         let process = process
         _ = try? await offload {
+            defer { reap(process) }
             guard process.isRunning else { return }
             process.terminate()
             func wait(_ timeout: Duration) -> Bool {

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -114,7 +115,9 @@ final class FakeServer: @unchecked Sendable {
     }
 
     func stop() {
-        // Not waitUntilExit(): on Linux it spins a run loop on the calling (cooperative) thread.
+        // Not waitUntilExit() while it runs: on Linux it spins a run loop on the calling
+        // (cooperative) thread. `reap` only once it has exited.
+        defer { reap(process) }
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         for _ in 0..<100 where process.isRunning { usleep(10_000) }
