@@ -1,8 +1,9 @@
 # Portaria: two commands.
 #   make run    build (release) and serve the demo on http://127.0.0.1:8080 (SQLite)
-#   make test   every test, PostgreSQL ones included (throw-away cluster)
+#   make test   every test, PostgreSQL ones included (throw-away cluster), then the same
+#               suite under AddressSanitizer (SANITIZE=address|thread|all, empty to skip)
 #   make test-repeat N=10   the whole suite N times from a fresh clone
-# Also: make build, make bench, make clean, make bootstrap.
+# Also: make build, make bench, make sanitize, make clean, make bootstrap.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -19,7 +20,11 @@ PORT ?= 8080
 DATABASE ?= sqlite://./portaria.db
 RELEASE_BIN := .build/release/portaria
 
-.PHONY: run test test-repeat build bench clean bootstrap
+# Sanitized runs after the normal suite in `make test` (scripts/sanitize): address,
+# thread, all, or empty to skip (`SANITIZE= make test`, `SANITIZE= make test-repeat`).
+SANITIZE ?= address
+
+.PHONY: run test test-repeat sanitize build bench clean bootstrap
 
 bootstrap:
 	@scripts/bootstrap
@@ -39,6 +44,9 @@ test: bootstrap
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
 	  scripts/with-postgres -- $(SWIFT) test --skip-build || status=$$?; \
 	fi; \
+	if ((status == 0)) && [[ -n "$(SANITIZE)" ]]; then \
+	  scripts/sanitize $(SANITIZE) || status=$$?; \
+	fi; \
 	elapsed=$$(( $$(date +%s) - start )); \
 	printf '\nmake test: %s in %dm%02ds\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
 	  $$((elapsed / 60)) $$((elapsed % 60)); \
@@ -48,6 +56,11 @@ test: bootstrap
 N ?= 10
 test-repeat:
 	@scripts/repeat-test $(N)
+
+# The suite under AddressSanitizer (+LeakSanitizer) and ThreadSanitizer, each in its own
+# scratch path (.build-asan, .build-tsan); one of them: scripts/sanitize address|thread.
+sanitize: bootstrap
+	@scripts/sanitize all
 
 bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \
