@@ -360,3 +360,51 @@ struct RealtimeTests {
         }
     }
 }
+
+/// The realtime inbound path under abuse (issue 10, finding 6): one socket cannot fill the
+/// feed's single queue and delay other companies' events.
+@Suite("Realtime stream under a flooding client")
+struct RealtimeAbuseTests {
+    typealias R = RealtimeTests
+
+    @Test("a client message over 64 KiB closes the socket with 1009")
+    func oversizedMessage() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let ana = try await R.login(server, "ana")
+            let reader = try await R.subscribe(server, ana)
+            reader.connection.send(text: #"{"type":"ping","pad":""# + String(repeating: "x", count: 200 * 1024) + #""}"#)
+            #expect(await reader.closeCode(timeout: .seconds(5)) == 1009)
+            // A message under the cap is fine.
+            let other = try await R.subscribe(server, ana)
+            other.connection.send(text: #"{"type":"ping","pad":""# + String(repeating: "x", count: 60 * 1024) + #""}"#)
+            #expect(try await other.next()["type"]?.stringValue == "pong")
+        }
+    }
+
+    @Test("a socket flooding the feed is closed (1008) and another company's event still arrives promptly")
+    func floodingSocketDoesNotDelayOthers() async throws {
+        try await TestServer.with(["--demo", "--gate-limit", "1000"]) { server in
+            let ana = try await R.login(server, "ana")
+            let carlos = try await R.login(server, "carlos", company: "Condomínio Azul")
+            let flooder = try await R.subscribe(server, ana)
+            let watcher = try await R.subscribe(server, carlos)
+            // 60 KiB pings as fast as the socket takes them: each costs the feed a JSON parse.
+            let padded = #"{"type":"ping","pad":""# + String(repeating: "x", count: 60 * 1024) + #""}"#
+            for _ in 0..<400 { flooder.connection.send(text: padded) }
+            let started = ContinuousClock.now
+            let gate = try await server.request("GET", "/v1/gates/azul-gate")
+            let units = try #require(try gate.json()["units"] as? [[String: Any]])
+            let unit = try #require(units.first?["id"] as? String)
+            let created = try await server.postJSON("/v1/gates/azul-gate/visits",
+                                                    #"{"unit_id":"\#(unit)","kind":"visit","visitor_name":"Rafael"}"#)
+            try #require(created.status == 201)
+            let frame = try await watcher.next(timeout: .seconds(10))
+            let latency = ContinuousClock.now - started
+            #expect(frame["type"]?.stringValue == "visit.created")
+            // Not a benchmark: without the bound, the 400 queued parses came first.
+            #expect(latency < .seconds(3), "Carlos waited \(latency) behind Ana's flood")
+            #expect(await flooder.closeCode(timeout: .seconds(10)) == 1008, "the flooding socket was not closed")
+            print("event latency during a flood on another company's socket: \(latency)")
+        }
+    }
+}

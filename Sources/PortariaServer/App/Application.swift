@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaWebSocket
 
 /// One `portaria serve` process: the database, the HTTP/WebSocket listener and the
 /// routes of every capability, assembled in one place.
@@ -73,7 +74,9 @@ public final class Application: Sendable {
         pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
                                 sink: VisitTimelinePushSink(), log: log)
 
-        webSockets = WebSocketHub(log: log)
+        var socketConfiguration = WebSocketConfiguration.server
+        socketConfiguration.maxMessageSize = RealtimeLimits().maxClientMessageBytes
+        webSockets = WebSocketHub(configuration: socketConfiguration, log: log)
         iceServers = try ICEServerProvider(configuration: configuration)
         if iceServers.turn == nil {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")

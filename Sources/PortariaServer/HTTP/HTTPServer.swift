@@ -130,8 +130,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// socket + SO_REUSEADDR + bind + listen, with the reason in words when it fails.
     private static func listen(on address: SocketAddress, host: String, port: UInt16, backlog: Int) throws -> OwnedDescriptor {
+        // Non-blocking: every thread of libmicrohttpd's pool watches this socket and all
+        // are woken for one connection; with a blocking socket the threads that lose the
+        // race would sit in accept() and stop serving their own connections.
         guard let listener = OwnedDescriptor.socket(family: address.isIPv6 ? AF_INET6 : AF_INET,
-                                                    type: Int32(SOCK_STREAM.rawValue)) else {
+                                                    type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)) else {
             throw ServerStartError("cannot create a socket: \(String(cString: strerror(errno)))")
         }
         // SO_REUSEADDR lets a restarted server bind while the old one's connections sit in

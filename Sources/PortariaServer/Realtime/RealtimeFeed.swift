@@ -12,7 +12,54 @@ public struct RealtimeLimits: Sendable {
     public var replayWindow = 1000
     /// How often live sockets' sessions are re-checked (logout, reuse detection).
     public var sessionCheckInterval: Duration = .seconds(10)
+    /// What one socket may send. Client messages are small (the largest, an SDP offer, is
+    /// a few KiB) and rare (a ping every 30 s, a burst of ICE candidates as a call starts):
+    /// anything beyond is abuse, and it would otherwise queue in front of every company's
+    /// events, since one task serves the whole feed.
+    public var maxClientMessageBytes = 64 * 1024
+    /// Sustained client messages per second per socket, and the burst above it.
+    public var clientMessagesPerSecond = 20.0
+    public var clientMessageBurst = 60.0
+    /// Messages of one socket waiting for the feed task; more closes the socket (1008).
+    public var maxPendingPerSocket = 32
     public init() {}
+}
+
+/// Admission of one socket's messages into the feed: a token bucket plus a bound on the
+/// messages still waiting to be handled. Called on the WebSocket loop thread (admit) and
+/// the feed task (done), hence the lock.
+final class InboundBudget: Sendable {
+    private struct State {
+        var tokens: Double
+        var refilledAt: ContinuousClock.Instant
+        var pending = 0
+    }
+    private let state: Locked<State>
+    private let limits: RealtimeLimits
+
+    init(limits: RealtimeLimits, now: ContinuousClock.Instant = .now) {
+        self.limits = limits
+        state = Locked(State(tokens: limits.clientMessageBurst, refilledAt: now))
+    }
+
+    /// Whether one more message may go to the feed now; counts it as pending if so.
+    func admit(now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            let elapsed = now - state.refilledAt
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            state.tokens = min(limits.clientMessageBurst, state.tokens + max(0, seconds) * limits.clientMessagesPerSecond)
+            state.refilledAt = now
+            guard state.tokens >= 1, state.pending < limits.maxPendingPerSocket else { return false }
+            state.tokens -= 1
+            state.pending += 1
+            return true
+        }
+    }
+
+    /// The feed handled one admitted message.
+    func done() {
+        state.withLock { $0.pending -= 1 }
+    }
 }
 
 /// Fans committed visit events out to WebSocket subscribers.
@@ -34,7 +81,7 @@ public final class RealtimeFeed: Sendable {
         case pokeAll
         case checkSessions
         case endSession(String)
-        case received(WebSocketConnection, String)
+        case received(WebSocketConnection, String, InboundBudget)
         case call([CallDirective])
         case count(CheckedContinuation<Int, Never>)
     }
@@ -90,7 +137,10 @@ public final class RealtimeFeed: Sendable {
         commands.yield(.join(connection, subscriber, since: since))
     }
     func leave(_ connection: WebSocketConnection) { commands.yield(.leave(connection)) }
-    func received(_ connection: WebSocketConnection, _ text: String) { commands.yield(.received(connection, text)) }
+    /// A client message, already admitted by the socket's `budget` (released when handled).
+    func received(_ connection: WebSocketConnection, _ text: String, budget: InboundBudget) {
+        commands.yield(.received(connection, text, budget))
+    }
 
     /// Sockets currently subscribed (for tests and metrics).
     public func subscriberCount() async -> Int {
@@ -159,7 +209,9 @@ private final class FeedState {
             case .pokeAll: for companyID in companies.keys { try await deliver(companyID: companyID) }
             case .checkSessions: try await checkSessions()
             case .endSession(let sessionID): await close(sessions: [sessionID])
-            case .received(let connection, let text): await received(connection, text)
+            case .received(let connection, let text, let budget):
+                defer { budget.done() }
+                await received(connection, text)
             case .call(let directives): try await perform(directives)
             case .count(let reply): reply.resume(returning: companyOf.count)
             }
@@ -436,7 +488,7 @@ private final class FeedState {
             let data = Array((message["data"] ?? .object([:])).jsonText.utf8)
             try? await perform(await calls.receive(type: type, data: data, from: peer))
         default:
-            connection.send(text: Self.error("UNKNOWN_TYPE", "unknown message type \(type.prefix(40))"))
+            connection.send(text: Self.error("UNKNOWN_MESSAGE_TYPE", "unknown message type \(type.prefix(40))"))
         }
     }
 
