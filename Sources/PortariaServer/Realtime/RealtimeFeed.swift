@@ -22,6 +22,9 @@ public struct RealtimeLimits: Sendable {
     public var clientMessageBurst = 60.0
     /// Messages of one socket waiting for the feed task; more closes the socket (1008).
     public var maxPendingPerSocket = 32
+    /// Forward only TURN relay candidates from residents to visitors (set when TURN is
+    /// configured; see `CandidatePrivacy`).
+    public var residentRelayOnly = false
     public init() {}
 }
 
@@ -95,7 +98,7 @@ public final class RealtimeFeed: Sendable {
 
     public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared) {
         self.limits = limits
-        let calls = LiveCallRegistry(clock: ContinuousClock())
+        let calls = LiveCallRegistry(clock: ContinuousClock(), residentRelayOnly: limits.residentRelayOnly)
         self.calls = calls
         let (stream, continuation) = AsyncStream<Command>.makeStream()
         commands = continuation
