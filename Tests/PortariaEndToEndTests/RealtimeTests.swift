@@ -400,13 +400,24 @@ struct RealtimeAbuseTests {
             let created = try await server.postJSON("/v1/gates/azul-gate/visits",
                                                     #"{"unit_id":"\#(unit)","kind":"visit","visitor_name":"Rafael"}"#)
             try #require(created.status == 201)
-            let frame = try await watcher.next(timeout: .seconds(10))
+            let frame = try await watcher.next(timeout: .seconds(20))
             let latency = ContinuousClock.now - started
             #expect(frame["type"]?.stringValue == "visit.created")
-            // Not a benchmark: without the bound, the 400 queued parses came first.
-            #expect(latency < .seconds(3), "Carlos waited \(latency) behind Ana's flood")
-            #expect(await flooder.closeCode(timeout: .seconds(10)) == 1008, "the flooding socket was not closed")
-            print("event latency during a flood on another company's socket: \(latency)")
+            // What the feed spent on the flood, counted rather than timed (a loaded machine
+            // stretches any time): each admitted ping is answered, in order, by the one feed
+            // task. Unbounded, all 3,200 were queued in front of Carlos's event.
+            var pongs = 0
+            var closeCode: UInt16?
+            reading: while true {
+                switch await flooder.read(timeout: .seconds(10)) {
+                case .frame(let frame): if frame["type"]?.stringValue == "pong" { pongs += 1 }
+                case .closed(let code): closeCode = code; break reading
+                case .timedOut: break reading
+                }
+            }
+            #expect(closeCode == 1008, "the flooding socket was not closed (\(String(describing: closeCode)))")
+            #expect(pongs < 400, "the feed handled \(pongs) of the flood's 3,200 messages")
+            print("flood: \(pongs) of 3,200 messages handled before the socket was closed; Carlos's event after \(latency)")
         }
     }
 }
