@@ -207,7 +207,8 @@ enum MediaSniffer {
             } else if serial == opusSerial, granule != UInt64.max {
                 // All ones: no packet ends on this page. Otherwise a signed 64-bit count.
                 guard granule <= UInt64(Int64.max) else { throw .malformed("Ogg granule position is negative") }
-                lastGranule = max(lastGranule ?? 0, granule)
+                // Header pages (OpusTags) end at 0: only a page past 0 says where audio ends.
+                if granule > 0 { lastGranule = max(lastGranule ?? 0, granule) }
             }
             index = bodyStart + bodyLength
         }
