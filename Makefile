@@ -1,7 +1,8 @@
 # Portaria: two commands.
 #   make run    build (release) and serve the demo on http://127.0.0.1:8080 (SQLite)
 #   make test   every test, PostgreSQL ones included (throw-away cluster)
-# Also: make build, make bench, make clean, make bootstrap.
+# Also: make build, make bench, make clean, make bootstrap,
+#   make fuzz (each libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -18,7 +19,9 @@ PORT ?= 8080
 DATABASE ?= sqlite://./portaria.db
 RELEASE_BIN := .build/release/portaria
 
-.PHONY: run test build bench clean bootstrap
+FUZZ_SECONDS ?= 300
+
+.PHONY: run test build bench clean bootstrap fuzz fuzz-short
 
 bootstrap:
 	@scripts/bootstrap
@@ -38,10 +41,18 @@ test: bootstrap
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
 	  scripts/with-postgres -- $(SWIFT) test --skip-build || status=$$?; \
 	fi; \
+	if ((status == 0)); then scripts/fuzz --seconds 30 || status=$$?; fi; \
 	elapsed=$$(( $$(date +%s) - start )); \
 	printf '\nmake test: %s in %dm%02ds\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
 	  $$((elapsed / 60)) $$((elapsed % 60)); \
 	exit $$status
+
+# libFuzzer targets (fuzz/targets), one after another; non-zero exit on any crash.
+fuzz:
+	scripts/fuzz --seconds $(FUZZ_SECONDS)
+
+fuzz-short:
+	scripts/fuzz --seconds 30
 
 bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \
