@@ -149,7 +149,9 @@ func portariaAccessHandler(
                 // and closes the connection instead of swallowing a huge upload.
                 return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context)
             }
-            context.request.body.reserveCapacity(length)
+            // Reserve what a small body needs, not what the client claims: a declared
+            // length costs memory only as its bytes arrive (the array grows as they do).
+            context.request.body.reserveCapacity(min(max(length, 0), 64 * 1024))
         }
         return portaria_mhd_yes
     }

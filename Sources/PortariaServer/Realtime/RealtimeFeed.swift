@@ -473,24 +473,19 @@ private final class FeedState {
     // MARK: Messages from clients
 
     func received(_ connection: WebSocketConnection, _ text: String) async {
-        guard let data = text.data(using: .utf8),
-              let message = try? JSONCoding.decoder().decode(JSONValue.self, from: data),
-              let type = message["type"]?.stringValue else {
+        switch RealtimeClientMessage.parse(text) {
+        case .invalid:
             connection.send(text: Self.error("INVALID_MESSAGE", "frames are JSON objects with a string \"type\""))
-            return
-        }
-        switch type {
-        case "ping":
+        case .ping:
             connection.send(text: JSONValue.object(["type": .string("pong")]).jsonText)
-        case _ where CallMessageType.isCallFrame(type):
+        case .call(let type, let data):
             let key = ObjectIdentifier(connection)
             guard let companyID = companyOf[key], let peer = companies[companyID]?.members[key]?.peer else {
                 connection.send(text: Self.error("CALL_NOT_FOUND", "this socket is not part of a call"))
                 return
             }
-            let data = Array((message["data"] ?? .object([:])).jsonText.utf8)
             try? await perform(await calls.receive(type: type, data: data, from: peer))
-        default:
+        case .unknown(let type):
             connection.send(text: Self.error("UNKNOWN_MESSAGE_TYPE", "unknown message type \(type.prefix(40))"))
         }
     }
