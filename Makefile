@@ -1,7 +1,7 @@
 # Portaria: two commands.
 #   make run    build (release) and serve the demo on http://127.0.0.1:8080 (SQLite)
 #   make test   every test, PostgreSQL ones included (throw-away cluster)
-# Also: make build, make bench, make clean, make bootstrap.
+# Also: make build, make bench, make conformance, make soak, make clean, make bootstrap.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -18,7 +18,7 @@ PORT ?= 8080
 DATABASE ?= sqlite://./portaria.db
 RELEASE_BIN := .build/release/portaria
 
-.PHONY: run test build bench clean bootstrap
+.PHONY: run test build bench conformance soak clean bootstrap
 
 bootstrap:
 	@scripts/bootstrap
@@ -47,6 +47,18 @@ bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \
 	  $(SWIFT) build -c release --product portaria-bench; fi
 	bench/run
+
+# WebSocket conformance (Autobahn|Testsuite fuzzingclient against /v1/bench/ws/echo of the
+# debug binary, whose assertions are on). Needs Python 2.7 (pyenv); not part of make test.
+conformance: bootstrap
+	$(SWIFT) build --product portaria
+	PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria" scripts/conformance
+
+# Mixed load against the release binary for SOAK_SECONDS (default 600); prints throughput,
+# latency percentiles, errors, RSS and descriptors per minute.
+soak: build
+	$(SWIFT) build -c release --product portaria-bench
+	scripts/soak
 
 clean:
 	$(SWIFT) package clean
