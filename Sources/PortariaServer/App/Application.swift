@@ -40,6 +40,8 @@ public final class Application: Sendable {
         http.port = configuration.port
         http.maxBodySize = configuration.maxBodySize
         http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
+        http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
+        http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
