@@ -88,6 +88,8 @@ struct SoakBenchmark {
     }
 
     func run() async throws {
+        // One line a minute through `tee`: line-buffered, or nothing shows until the end.
+        setvbuf(stdout, nil, _IOLBF, 0)
         _ = ResourceLimits.raiseOpenFileLimit()
         let http = BenchHTTP(baseURL: baseURL, connections: readers + 32)
         let company = "Residencial Demo"
