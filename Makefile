@@ -1,7 +1,9 @@
 # Portaria: two commands.
 #   make run    build (release) and serve the demo on http://127.0.0.1:8080 (SQLite)
 #   make test   every test, PostgreSQL ones included (throw-away cluster)
-# Also: make build, make bench, make conformance, make soak, make clean, make bootstrap.
+#   make test-repeat N=10   the whole suite N times from a fresh clone
+# Also: make build, make bench, make conformance, make soak, make clean, make bootstrap,
+#   make fuzz (each libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -18,7 +20,9 @@ PORT ?= 8080
 DATABASE ?= sqlite://./portaria.db
 RELEASE_BIN := .build/release/portaria
 
-.PHONY: run test build bench conformance soak clean bootstrap
+FUZZ_SECONDS ?= 300
+
+.PHONY: run test test-repeat build bench conformance soak clean bootstrap fuzz fuzz-short
 
 bootstrap:
 	@scripts/bootstrap
@@ -38,10 +42,23 @@ test: bootstrap
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
 	  scripts/with-postgres -- $(SWIFT) test --skip-build || status=$$?; \
 	fi; \
+	if ((status == 0)); then scripts/fuzz --seconds 30 || status=$$?; fi; \
 	elapsed=$$(( $$(date +%s) - start )); \
 	printf '\nmake test: %s in %dm%02ds\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
 	  $$((elapsed / 60)) $$((elapsed % 60)); \
 	exit $$status
+
+# The whole suite N times from a fresh clone of HEAD (a flaky test is a failing test).
+N ?= 10
+test-repeat:
+	@scripts/repeat-test $(N)
+
+# libFuzzer targets (fuzz/targets), one after another; non-zero exit on any crash.
+fuzz:
+	scripts/fuzz --seconds $(FUZZ_SECONDS)
+
+fuzz-short:
+	scripts/fuzz --seconds 30
 
 bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \

@@ -39,10 +39,12 @@ let package = Package(
         .executableTarget(name: "portaria-bench", dependencies: ["PortariaCore", "PortariaWebSocket", "PortariaServer"]),
 
         // MARK: Tests (Swift Testing)
+        // What both server and end-to-end tests use: loopback HTTP, polling, WebDriver.
+        .target(name: "PortariaTestSupport", dependencies: ["PortariaWebSocket"], path: "Tests/PortariaTestSupport"),
         .testTarget(name: "PortariaCoreTests", dependencies: ["PortariaCore"]),
-        .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer", "PortariaWebSocket"]),
+        .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer", "PortariaWebSocket", "PortariaTestSupport"]),
         .testTarget(name: "PortariaEndToEndTests",
-                    dependencies: ["PortariaCore", "PortariaClient", "PortariaWebSocket"],
+                    dependencies: ["PortariaCore", "PortariaClient", "PortariaWebSocket", "PortariaTestSupport"],
                     // Read from #filePath by the matrix test, not bundled.
                     exclude: ["authorization-matrix.json"]),
     ],

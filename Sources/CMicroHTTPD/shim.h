@@ -22,13 +22,12 @@ static inline void portaria_mhd_logger(void *cls, const char *fmt, va_list ap) {
 
 struct portaria_mhd_config {
     unsigned int flags;
-    const struct sockaddr *bind_address; /* IPv4 or IPv6, port included */
+    int listen_socket;                   /* bound and listening; the daemon takes it */
     unsigned int thread_pool_size;
     unsigned int connection_limit;
     unsigned int per_ip_connection_limit;
     unsigned int connection_timeout_seconds;
     size_t connection_memory_limit;      /* bounds the request line + headers */
-    unsigned int listen_backlog;
     MHD_AccessHandlerCallback access_handler;
     void *access_handler_cls;
     MHD_RequestCompletedCallback completed_handler;
@@ -41,14 +40,12 @@ static inline struct MHD_Daemon *portaria_mhd_start(const struct portaria_mhd_co
         NULL, NULL,
         c->access_handler, c->access_handler_cls,
         MHD_OPTION_EXTERNAL_LOGGER, portaria_mhd_logger, (void *)c->log_sink,
-        MHD_OPTION_SOCK_ADDR, c->bind_address,
+        MHD_OPTION_LISTEN_SOCKET, c->listen_socket,
         MHD_OPTION_THREAD_POOL_SIZE, c->thread_pool_size,
         MHD_OPTION_CONNECTION_LIMIT, c->connection_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->per_ip_connection_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, c->listen_backlog,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
         MHD_OPTION_NOTIFY_COMPLETED, c->completed_handler, c->completed_handler_cls,
         MHD_OPTION_END);
 }

@@ -1,5 +1,10 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import PortariaCore
+@_exported import PortariaTestSupport
+import PortariaWebSocket
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -9,20 +14,6 @@ import Glibc
 // free loopback port with its own temporary directory and SQLite database, and talks
 // to it over real sockets. Blocking socket and process work runs on Dispatch threads
 // (`offload`) so Swift's small cooperative pool stays free for the tests themselves.
-
-/// Runs blocking work on a Dispatch thread.
-func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        // A serial queue of its own: on Linux the global concurrent pool has one thread per
-        // core and blocking calls there would stall each other (and the code under test).
-        DispatchQueue(label: "portaria.tests.offload").async { continuation.resume(with: Result { try body() }) }
-    }
-}
-
-struct HarnessError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// Where the binary under test is: `PORTARIA_BIN`, else `.build/debug/portaria` of this package.
 enum PortariaBinary {
@@ -47,12 +38,6 @@ enum PortariaBinary {
         environment.merge(extra) { $1 }
         return environment
     }
-}
-
-func makeTemporaryDirectory(_ label: String) throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("portaria-e2e-\(label)-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
 }
 
 /// What one run of the CLI did.
@@ -99,40 +84,28 @@ func runPortaria(_ arguments: [String], environment: [String: String] = [:],
         elapsed: elapsed)
 }
 
-/// Polls until `process` has exited; false if it is still running at the deadline.
-func waitForExit(_ process: Process, within timeout: Duration) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning {
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return true
-}
-
-/// Polls `condition` until it holds or the deadline passes.
-func eventually(within timeout: Duration, every interval: Duration = .milliseconds(20),
-                _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        if try await condition() { return true }
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: interval)
-    }
-}
-
 /// One `portaria serve` process on a free port with its own directory and database.
 final class TestServer: @unchecked Sendable {
     let process: Process
     let directory: URL
     let port: UInt16
     let logPath: String
+    /// What it was started with, for `restart()`.
+    let arguments: [String]
+    let environment: [String: String]
 
-    private init(process: Process, directory: URL, port: UInt16, logPath: String) {
+    private init(process: Process, directory: URL, port: UInt16, logPath: String,
+                 arguments: [String], environment: [String: String]) {
         self.process = process
         self.directory = directory
         self.port = port
         self.logPath = logPath
+        self.arguments = arguments
+        self.environment = environment
     }
+
+    /// `http://127.0.0.1:PORT`, for URLSession clients (`HTTP.send`).
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// The server's log (JSON lines on stderr) so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -141,11 +114,15 @@ final class TestServer: @unchecked Sendable {
 
     /// Starts the server and returns once `/healthz` answers 200. `--port 0` lets the
     /// kernel pick a free port (no race with other tests); the server logs the port it bound.
-    static func start(_ arguments: [String] = [], environment: [String: String] = [:]) async throws -> TestServer {
+    /// - Parameter directory: reuse a directory (and so its SQLite database and media), as
+    ///   `restart()` does; a new one by default. Later `arguments` override the defaults
+    ///   (`--database postgres://…`).
+    static func start(_ arguments: [String] = [], environment: [String: String] = [:],
+                      directory existing: URL? = nil) async throws -> TestServer {
         let binary = try PortariaBinary.require()
-        let directory = try makeTemporaryDirectory("server")
+        let directory = try existing ?? makeTemporaryDirectory("server")
         let logPath = directory.appendingPathComponent("server.log").path
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0",
@@ -155,7 +132,10 @@ final class TestServer: @unchecked Sendable {
         process.currentDirectoryURL = directory
         process.standardOutput = FileHandle(forWritingAtPath: directory.appendingPathComponent("stdout").path)
             ?? FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: logPath)
+        let logOffset = (FileManager.default.contents(atPath: logPath) ?? Data()).count
+        let logHandle = FileHandle(forWritingAtPath: logPath)
+        _ = try? logHandle?.seekToEnd()   // a restart appends to the same log
+        process.standardError = logHandle
         process.standardInput = FileHandle.nullDevice
         try process.run()
 
@@ -169,11 +149,14 @@ final class TestServer: @unchecked Sendable {
 
         var port: UInt16?
         _ = await eventually(within: .seconds(20)) {
-            port = Self.boundPort(in: (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+            // Only this process's lines: a restart appends to its predecessor's log.
+            let log = FileManager.default.contents(atPath: logPath) ?? Data()
+            port = Self.boundPort(in: String(decoding: log.dropFirst(logOffset), as: UTF8.self))
             return port != nil || !process.isRunning
         }
         guard let port else { throw await fail("portaria serve did not report a listening port") }
-        let server = TestServer(process: process, directory: directory, port: port, logPath: logPath)
+        let server = TestServer(process: process, directory: directory, port: port, logPath: logPath,
+                                arguments: arguments, environment: environment)
         let healthy = await eventually(within: .seconds(10)) {
             (try? await server.request("GET", "/healthz", timeout: .seconds(2)))?.status == 200
         }
@@ -222,6 +205,18 @@ final class TestServer: @unchecked Sendable {
     /// Sends a signal (SIGTERM by default).
     func signal(_ number: Int32 = SIGTERM) {
         kill(process.processIdentifier, number)
+    }
+
+    /// `kill -9`: no shutdown, no flush — what a crash looks like. The directory stays.
+    func kill9() async {
+        signal(SIGKILL)
+        _ = await waitForExit(process, within: .seconds(10))
+    }
+
+    /// A new process on the same directory, database and arguments (after `kill9()`).
+    func restart() async throws -> TestServer {
+        if process.isRunning { await kill9() }
+        return try await TestServer.start(arguments, environment: environment, directory: directory)
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after `grace`) and removes its directory.
@@ -275,23 +270,7 @@ final class TestServer: @unchecked Sendable {
     }
 }
 
-/// A parsed HTTP/1.1 response.
-struct RawResponse: Sendable {
-    var status: Int
-    /// Header names lowercased.
-    var headers: [String: String]
-    var body: [UInt8]
-
-    func header(_ name: String) -> String? { headers[name.lowercased()] }
-    var text: String { String(decoding: body, as: UTF8.self) }
-
-    func json() throws -> [String: Any] {
-        guard let object = try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
-            throw HarnessError("body is not a JSON object: \(text.prefix(200))")
-        }
-        return object
-    }
-
+extension RawResponse {
     /// The `error` object of the envelope (DESIGN §3), checking the media type.
     func errorEnvelope(sourceLocation: SourceLocation = #_sourceLocation) throws -> ErrorBody {
         #expect(header("content-type")?.hasPrefix("application/json") == true, "Content-Type \(header("content-type") ?? "none")",
@@ -300,175 +279,66 @@ struct RawResponse: Sendable {
     }
 }
 
-/// A blocking TCP connection to the server on 127.0.0.1, for traffic a normal client
-/// would never send. Used by one task at a time.
-final class RawConnection: @unchecked Sendable {
-    private var descriptor: Int32
-    private var buffer: [UInt8] = []
+// MARK: A URLSession client (how an app speaks HTTP), and throw-away PostgreSQL databases
 
-    init(port: UInt16) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
+/// One HTTP exchange as the test sees it.
+struct Exchange: Sendable {
+    var status: Int
+    var body: Data
+    var headers: [String: String]
+    var json: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: body)) ?? .null }
+}
+
+enum HTTP {
+    static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        configuration.timeoutIntervalForRequest = 10
+        return URLSession(configuration: configuration)
+    }()
+
+    static func send(_ method: String, _ url: URL, headers: [String: String] = [:], json: String? = nil) async throws -> Exchange {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let json {
+            request.httpBody = Data(json.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
-        guard result == 0 else {
-            let message = String(cString: strerror(errno))
-            Glibc.close(descriptor)
-            throw HarnessError("connect to port \(port): \(message)")
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw HarnessError("not HTTP") }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
+        return Exchange(status: http.statusCode, body: data, headers: headers)
+    }
+}
+
+/// Creates and drops a throw-away PostgreSQL database when the run has a cluster.
+enum EndToEndPostgres {
+    static var url: String? {
+        let value = ProcessInfo.processInfo.environment["PORTARIA_TEST_POSTGRES_URL"]
+        return value?.isEmpty == false ? value : nil
     }
 
-    deinit { close() }
-
-    func close() {
-        if descriptor >= 0 { Glibc.close(descriptor) }
-        descriptor = -1
+    static func psql(_ sql: String) throws {
+        guard let url else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: (ProcessInfo.processInfo.environment["PG_BIN"] ?? "/usr/lib/postgresql/15/bin") + "/psql")
+        process.arguments = [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw HarnessError("psql failed: \(sql)") }
     }
 
-    /// Closes with a reset (SO_LINGER 0), which the server notices even when it is not
-    /// reading; a plain close after a half-close can go unnoticed until the idle timeout.
-    func abort() {
-        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-        close()
-    }
-
-    /// Shrinks the kernel's send buffer so that a send blocks until the server has read
-    /// the bytes before it (a slow uplink): a server that stops reading makes it fail.
-    /// A send that makes no progress for `timeout` fails instead of hanging the test.
-    func limitSendBuffer(to bytes: Int32, timeout: Duration = .seconds(10)) {
-        var value = bytes
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &value, socklen_t(MemoryLayout<Int32>.size))
-        var limit = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    /// Half-closes: the server sees end of input but can still answer.
-    func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
-
-    /// Sends everything; throws when the peer has gone (EPIPE/ECONNRESET).
-    func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent < 0 {
-                if errno == EINTR { continue }
-                throw HarnessError("send: \(String(cString: strerror(errno)))")
-            }
-            offset += sent
-        }
-    }
-
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
-
-    /// Reads more bytes into the buffer; false at end of stream or on reset.
-    private func fill(until deadline: ContinuousClock.Instant) throws -> Bool {
-        let remaining = deadline - ContinuousClock.now
-        guard remaining > .zero else { throw HarnessError("timed out waiting for the server") }
-        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000)
-        let ready = poll(&poller, 1, max(1, milliseconds))
-        if ready == 0 { throw HarnessError("timed out waiting for the server") }
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-        if count <= 0 { return false } // closed or reset
-        buffer += chunk[..<count]
-        return true
-    }
-
-    /// True when the server closes (or resets) the connection before `timeout`.
-    func waitForClose(timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        do {
-            while try fill(until: deadline) { buffer.removeAll(keepingCapacity: true) }
-            return true
-        } catch {
-            return false
-        }
-    }
-
-    /// Reads one response, skipping interim 1xx answers unless told not to. Nil if the
-    /// connection closed before any byte.
-    func readResponse(timeout: Duration = .seconds(5), isHead: Bool = false, skipInterim: Bool = true) throws -> RawResponse? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let separator: [UInt8] = Array("\r\n\r\n".utf8)
-            var headEnd: Int?
-            while headEnd == nil {
-                headEnd = buffer.firstRange(of: separator)?.upperBound
-                if headEnd == nil {
-                    guard try fill(until: deadline) else {
-                        if buffer.isEmpty { return nil }
-                        throw HarnessError("connection closed inside a response head: \(String(decoding: buffer, as: UTF8.self).prefix(200))")
-                    }
-                }
-            }
-            let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-            buffer.removeFirst(headEnd!)
-            var lines = head.components(separatedBy: "\r\n").filter { !$0.isEmpty }
-            let statusLine = lines.removeFirst()
-            let parts = statusLine.split(separator: " ", maxSplits: 2)
-            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
-                throw HarnessError("bad status line: \(statusLine)")
-            }
-            var headers: [String: String] = [:]
-            for line in lines {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                let name = line[..<colon].lowercased()
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                headers[name] = headers[name].map { $0 + ", " + value } ?? value
-            }
-            if (100..<200).contains(status) {
-                if skipInterim { continue }
-                return RawResponse(status: status, headers: headers, body: [])
-            }
-            var body: [UInt8] = []
-            if isHead || status == 204 || status == 304 {
-                // no body
-            } else if let length = headers["content-length"].flatMap(Int.init) {
-                while buffer.count < length {
-                    guard try fill(until: deadline) else { throw HarnessError("connection closed inside a body") }
-                }
-                body = Array(buffer[..<length])
-                buffer.removeFirst(length)
-            } else if headers["transfer-encoding"]?.lowercased().contains("chunked") == true {
-                body = try readChunked(until: deadline)
-            } else {
-                while try fill(until: deadline) {}
-                body = buffer
-                buffer = []
-            }
-            return RawResponse(status: status, headers: headers, body: body)
-        }
-    }
-
-    private func readChunked(until deadline: ContinuousClock.Instant) throws -> [UInt8] {
-        var body: [UInt8] = []
-        let crlf: [UInt8] = [13, 10]
-        while true {
-            var lineEnd = buffer.firstRange(of: crlf)
-            while lineEnd == nil {
-                guard try fill(until: deadline) else { throw HarnessError("closed inside chunked body") }
-                lineEnd = buffer.firstRange(of: crlf)
-            }
-            let sizeText = String(decoding: buffer[..<lineEnd!.lowerBound], as: UTF8.self).split(separator: ";").first ?? ""
-            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else {
-                throw HarnessError("bad chunk size \(sizeText)")
-            }
-            buffer.removeFirst(lineEnd!.upperBound)
-            while buffer.count < size + 2 {
-                guard try fill(until: deadline) else { throw HarnessError("closed inside chunk") }
-            }
-            body += buffer[..<size]
-            buffer.removeFirst(size + 2)
-            if size == 0 { return body }
-        }
+    /// A new database's URL on the same cluster.
+    static func create() throws -> (url: String, drop: () -> Void)? {
+        guard let base = url, var components = URLComponents(string: base) else { return nil }
+        let name = "portaria_e2e_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
+        try psql("CREATE DATABASE \(name)")
+        components.path = "/" + name
+        return (components.string!, { try? psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") })
     }
 }

@@ -25,6 +25,14 @@ struct RealtimeTests {
                                           headers: [("Authorization", "Bearer \(session.token)"), ("X-Company-Id", session.companyID)])
     }
 
+    /// A socket that has joined the stream: returns once the server's `subscribed` frame
+    /// arrived, so every event committed afterwards reaches it (no sleep needed).
+    static func subscribe(_ server: TestServer, _ session: Session, query: String = "") async throws -> Reader {
+        let reader = Reader(try await socket(server, session, query: query))
+        try await reader.waitUntilSubscribed()
+        return reader
+    }
+
     /// Creates a visit to `label` at the demo gate; returns (visit id, visitor token).
     static func ring(_ server: TestServer, unit label: String = "A-101") async throws -> (String, String) {
         let gate = try await server.request("GET", "/v1/gates/demo-gate")
@@ -48,9 +56,40 @@ struct RealtimeTests {
             iterator = connection.events.makeAsyncIterator()
         }
 
+        /// Frames that arrived before `subscribed` (a `?since=` replay, `resync_required`).
+        private(set) var beforeSubscribed: [JSONValue] = []
+        private(set) var subscribed = false
+
         enum Item: Sendable { case frame(JSONValue), closed(UInt16), timedOut }
 
+        /// Waits for the server's `subscribed` frame; the frames before it stay readable.
+        func waitUntilSubscribed(timeout: Duration = .seconds(10)) async throws {
+            var early: [JSONValue] = []
+            while !subscribed {
+                switch await readRaw(timeout: timeout) {
+                case .frame(let frame):
+                    if frame["type"]?.stringValue == "subscribed" { subscribed = true } else { early.append(frame) }
+                case .closed(let code): throw HarnessError("socket closed (\(code)) before it was subscribed")
+                case .timedOut: throw HarnessError("no subscribed frame within \(timeout)")
+                }
+            }
+            beforeSubscribed += early
+        }
+
+        /// The next frame other than `subscribed` (frames set aside while waiting for it first).
         func read(timeout: Duration = .seconds(5)) async -> Item {
+            if !beforeSubscribed.isEmpty { return .frame(beforeSubscribed.removeFirst()) }
+            while true {
+                let item = await readRaw(timeout: timeout)
+                if case .frame(let frame) = item, frame["type"]?.stringValue == "subscribed" {
+                    subscribed = true
+                    continue
+                }
+                return item
+            }
+        }
+
+        private func readRaw(timeout: Duration) async -> Item {
             let box = UncheckedIterator(self)
             return await withTaskGroup(of: Item.self) { group in
                 group.addTask { await box.read() }
@@ -123,13 +162,10 @@ struct RealtimeTests {
             let ana = try await Self.login(server, "ana")
             let carlos = try await Self.login(server, "carlos", company: "Condomínio Azul")
             let operatorSession = try await Self.login(server, "portaria")
-            let mariaReader = Reader(try await Self.socket(server, maria))
-            let anaSocket = try await Self.socket(server, ana)
-            let anaReader = Reader(anaSocket)
-            let carlosSocket = try await Self.socket(server, carlos)
-            let carlosReader = Reader(carlosSocket)
-            let operatorReader = Reader(try await Self.socket(server, operatorSession))
-            try await Task.sleep(for: .milliseconds(200))   // the joins are processed in order before the first poke
+            let mariaReader = try await Self.subscribe(server, maria)
+            let anaReader = try await Self.subscribe(server, ana)
+            let carlosReader = try await Self.subscribe(server, carlos)
+            let operatorReader = try await Self.subscribe(server, operatorSession)
 
             let (visit, _) = try await Self.ring(server)
             let resolved = try await Self.resolve(server, maria, visit: visit)
@@ -149,8 +185,8 @@ struct RealtimeTests {
 
             // Ana (B-201) and Carlos (another condominium) get nothing: a ping proves the
             // socket is alive and that nothing was queued before the pong.
-            for (socket, reader) in [(anaSocket, anaReader), (carlosSocket, carlosReader)] {
-                socket.send(text: #"{"type":"ping"}"#)
+            for reader in [anaReader, carlosReader] {
+                reader.connection.send(text: #"{"type":"ping"}"#)
                 #expect(try await reader.next()["type"]?.stringValue == "pong")
             }
         }
@@ -176,8 +212,7 @@ struct RealtimeTests {
     func replay() async throws {
         try await TestServer.with(["--demo"]) { server in
             let maria = try await Self.login(server, "maria")
-            var reader = Reader(try await Self.socket(server, maria))
-            try await Task.sleep(for: .milliseconds(100))
+            var reader = try await Self.subscribe(server, maria)
             _ = try await Self.ring(server)
             let seen = try await reader.until("visit.ringing")
             let lastFrame = try #require(seen.last)
@@ -247,7 +282,7 @@ struct RealtimeTests {
             #expect(issued.status == 201)
             let ticket = try #require(try issued.json()["ticket"] as? String)
             let reader = Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(ticket)"))
-            try await Task.sleep(for: .milliseconds(100))
+            try await reader.waitUntilSubscribed()
             _ = try await Self.ring(server)   // another visit: not this page's business
             let maria = try await Self.login(server, "maria")
             #expect(try await Self.resolve(server, maria, visit: visit).status == 200)
@@ -264,8 +299,7 @@ struct RealtimeTests {
     func logoutClosesSockets() async throws {
         try await TestServer.with(["--demo"]) { server in
             let ana = try await Self.login(server, "ana")
-            let reader = Reader(try await Self.socket(server, ana))
-            try await Task.sleep(for: .milliseconds(100))
+            let reader = try await Self.subscribe(server, ana)
             let logout = try await server.request("POST", "/v1/auth/logout", headers: [("Authorization", "Bearer \(ana.token)")])
             #expect(logout.status == 204)
             #expect(await reader.closeCode(timeout: .seconds(3)) == 1008)
@@ -282,8 +316,7 @@ struct RealtimeTests {
         let b = try await TestServer.start(["--database", database.url])
         do {
             let maria = try await Self.login(b, "maria")
-            let reader = Reader(try await Self.socket(b, maria))
-            try await Task.sleep(for: .milliseconds(200))
+            let reader = try await Self.subscribe(b, maria)
             let started = ContinuousClock.now
             let (visit, _) = try await Self.ring(a)
             let frame = try await reader.next(timeout: .seconds(5))
@@ -313,10 +346,130 @@ struct RealtimeTests {
             #expect(await eleventh.closeCode() == 1008)
             readers[0].connection.close()
             _ = await readers[0].closeCode()
-            try await Task.sleep(for: .milliseconds(200))
-            let again = Reader(try await Self.socket(server, ana))
-            again.connection.send(text: #"{"type":"ping"}"#)
-            #expect(try await again.next()["type"]?.stringValue == "pong")
+            // The server frees the place when it has processed the close, which can come
+            // just after our side saw the close handshake: retry until a socket joins.
+            var again: Reader?
+            let freed = await eventually(within: .seconds(5)) {
+                guard let reader = try? await Self.subscribe(server, ana) else { return false }
+                again = reader
+                return true
+            }
+            #expect(freed, "a closed socket did not free its place")
+            again?.connection.send(text: #"{"type":"ping"}"#)
+            #expect(try await again?.next()["type"]?.stringValue == "pong")
+        }
+    }
+}
+
+/// The realtime inbound path under abuse (issue 10, finding 6): one socket cannot fill the
+/// feed's single queue and delay other companies' events.
+@Suite("Realtime stream under a flooding client")
+struct RealtimeAbuseTests {
+    typealias R = RealtimeTests
+
+    @Test("a client message over 64 KiB closes the socket with 1009")
+    func oversizedMessage() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let ana = try await R.login(server, "ana")
+            let reader = try await R.subscribe(server, ana)
+            reader.connection.send(text: #"{"type":"ping","pad":""# + String(repeating: "x", count: 200 * 1024) + #""}"#)
+            #expect(await reader.closeCode(timeout: .seconds(5)) == 1009)
+            // A message under the cap is fine.
+            let other = try await R.subscribe(server, ana)
+            other.connection.send(text: #"{"type":"ping","pad":""# + String(repeating: "x", count: 60 * 1024) + #""}"#)
+            #expect(try await other.next()["type"]?.stringValue == "pong")
+        }
+    }
+
+    @Test("a socket flooding the feed is closed (1008) and another company's event still arrives promptly")
+    func floodingSocketDoesNotDelayOthers() async throws {
+        try await TestServer.with(["--demo", "--gate-limit", "1000"]) { server in
+            let ana = try await R.login(server, "ana")
+            let carlos = try await R.login(server, "carlos", company: "Condomínio Azul")
+            let flooder = try await R.subscribe(server, ana)
+            let watcher = try await R.subscribe(server, carlos)
+            // 60 KiB pings, each costing the feed a JSON parse, then a stream of small ones:
+            // far over the burst however slowly a loaded machine moves the bytes.
+            let padded = #"{"type":"ping","pad":""# + String(repeating: "x", count: 60 * 1024) + #""}"#
+            for _ in 0..<200 { flooder.connection.send(text: padded) }
+            for _ in 0..<3000 { flooder.connection.send(text: #"{"type":"ping"}"#) }
+            let started = ContinuousClock.now
+            let gate = try await server.request("GET", "/v1/gates/azul-gate")
+            let units = try #require(try gate.json()["units"] as? [[String: Any]])
+            let unit = try #require(units.first?["id"] as? String)
+            let created = try await server.postJSON("/v1/gates/azul-gate/visits",
+                                                    #"{"unit_id":"\#(unit)","kind":"visit","visitor_name":"Rafael"}"#)
+            try #require(created.status == 201)
+            let frame = try await watcher.next(timeout: .seconds(20))
+            let latency = ContinuousClock.now - started
+            #expect(frame["type"]?.stringValue == "visit.created")
+            // What the feed spent on the flood, counted rather than timed (a loaded machine
+            // stretches any time): each admitted ping is answered, in order, by the one feed
+            // task. Unbounded, all 3,200 were queued in front of Carlos's event.
+            var pongs = 0
+            var closeCode: UInt16?
+            reading: while true {
+                switch await flooder.read(timeout: .seconds(10)) {
+                case .frame(let frame): if frame["type"]?.stringValue == "pong" { pongs += 1 }
+                case .closed(let code): closeCode = code; break reading
+                case .timedOut: break reading
+                }
+            }
+            #expect(closeCode == 1008, "the flooding socket was not closed (\(String(describing: closeCode)))")
+            #expect(pongs < 400, "the feed handled \(pongs) of the flood's 3,200 messages")
+            print("flood: \(pongs) of 3,200 messages handled before the socket was closed; Carlos's event after \(latency)")
+        }
+    }
+}
+
+/// A unit member without `visits.view` (issue 10 finding 8): REST refuses them visits, so
+/// the realtime stream and ring pushes must not tell them either.
+@Suite("Visits are private to holders of visits.view")
+struct VisitViewPermissionTests {
+    typealias R = RealtimeTests
+
+    @Test("a resident of A-102 without visits.view is not rung and their socket carries no visit; with it, they are")
+    func memberWithoutVisitsView() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let database = "sqlite://" + server.directory.appendingPathComponent("portaria.db").path
+            func admin(_ arguments: [String]) async throws {
+                let result = try await runPortaria(["admin"] + arguments + ["--database", database])
+                try #require(result.status == 0, "admin \(arguments): \(result.stderr)")
+            }
+            try await admin(["create-user", "--username", "pedro", "--name", "Pedro Alves", "--password", "senha-do-pedro"])
+            try await admin(["add-member", "--user", "pedro", "--company", "Residencial Demo", "--units", "A-102"])
+
+            let login = try await server.postJSON("/v1/auth/login", #"{"username":"pedro","password":"senha-do-pedro"}"#)
+            try #require(login.status == 200, "\(login.text)")
+            let pedro = R.Session(token: try #require(try login.json()["jwt_token"] as? String),
+                                  companyID: try #require(((try login.json()["companies"] as? [[String: Any]])?.first)?["id"] as? String))
+            let visits = try await server.request("GET", "/v1/visits?status=pending",
+                                                  headers: [("Authorization", "Bearer \(pedro.token)"), ("X-Company-Id", pedro.companyID)])
+            #expect(visits.status == 403, "REST: \(visits.status)")
+
+            let socket = try await R.subscribe(server, pedro)
+            let (visit, _) = try await R.ring(server, unit: "A-102")
+            // The ring is decided in the visit's transaction; the operator sees the result.
+            let operatorSession = try await R.login(server, "portaria")
+            var attempts: [[String: Any]] = []
+            _ = await eventually(within: .seconds(5)) {
+                let detail = try? await server.request("GET", "/v1/visits/\(visit)",
+                    headers: [("Authorization", "Bearer \(operatorSession.token)"), ("X-Company-Id", operatorSession.companyID)])
+                attempts = ((try? detail?.json())?["attempts"] as? [[String: Any]]) ?? []
+                return !attempts.isEmpty
+            }
+            #expect(!attempts.contains { $0["kind"] as? String == "ring" && ($0["user"] as? [String: Any])?["name"] as? String == "Pedro Alves" },
+                    "Pedro was rung: \(attempts)")
+            // A ping proves the socket is alive and that nothing was queued before the pong.
+            socket.connection.send(text: #"{"type":"ping"}"#)
+            #expect(try await socket.next()["type"]?.stringValue == "pong")
+
+            // Granted the permission, a new socket sees A-102's next visit.
+            try await admin(["grant", "--user", "pedro", "--company", "Residencial Demo", "--permission", "visits.view"])
+            let granted = try await R.subscribe(server, pedro)
+            let (second, _) = try await R.ring(server, unit: "A-102")
+            let frames = try await granted.until("visit.created")
+            #expect(frames.last?["data"]?["visit_id"]?.stringValue == second)
         }
     }
 }

@@ -24,22 +24,16 @@ struct VisitsCrashTests {
 
     @Test("every 200 a client saw survives kill -9; retries replay it; nothing resolved twice", arguments: databases)
     func killDuringResolves(database: Database) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("portaria-e2e-visits-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         var drop: () -> Void = {}
-        let url: String
-        switch database {
-        case .sqlite: url = "sqlite://" + directory.appendingPathComponent("portaria.db").path
-        case .postgres:
+        var arguments = ["--demo", "--gate-limit", "100000"]
+        if database == .postgres {
             let created = try #require(try EndToEndPostgres.create())
-            url = created.url
+            arguments += ["--database", created.url]
             drop = created.drop
         }
         defer { drop() }
-        let server = VisitsServer(databaseURL: url, dataDirectory: directory.appendingPathComponent("data").path)
-        try await server.start()
-        defer { server.stop() }
+        var server = try await TestServer.start(arguments)
+        defer { Task { [server] in await server.stop() } }
 
         var tokens: [String: String] = [:]
         for user in ["maria", "joao"] {
@@ -70,7 +64,8 @@ struct VisitsCrashTests {
         attempts.shuffle()
         let tokensCopy = tokens
         let attemptsCopy = attempts
-        @Sendable func resolve(_ attempt: Attempt) async -> Exchange? {
+        let crashing = server
+        @Sendable func resolve(_ attempt: Attempt, on server: TestServer) async -> Exchange? {
             try? await HTTP.send("POST", server.baseURL.appendingPathComponent("v1/visits/\(attempt.visit)/resolve"),
                                  headers: ["Authorization": "Bearer \(tokensCopy[attempt.user]!)", "X-Company-Id": company,
                                            "Idempotency-Key": attempt.key],
@@ -80,7 +75,7 @@ struct VisitsCrashTests {
         await withTaskGroup(of: Void.self) { group in
             for (index, attempt) in attemptsCopy.enumerated() {
                 group.addTask {
-                    if let reply = await resolve(attempt) { seen.withLock { $0[index] = reply } }
+                    if let reply = await resolve(attempt, on: crashing) { seen.withLock { $0[index] = reply } }
                 }
             }
             // Crash once some answers are out and others are still in flight.
@@ -89,7 +84,7 @@ struct VisitsCrashTests {
                 while seen.current.count < attemptsCopy.count / 10 && ContinuousClock.now < deadline {
                     try? await Task.sleep(for: .milliseconds(1))
                 }
-                server.kill9()
+                await crashing.kill9()
             }
         }
         let before = seen.current
@@ -100,17 +95,17 @@ struct VisitsCrashTests {
         if before.count == attempts.count { print("note: every resolve was answered before kill -9 (\(before.count))") }
         print("kill -9 after \(before.count)/\(attempts.count) answers, \(sawOK.count) of them 200")
 
-        try await server.start()
+        server = try await server.restart()
         // Every request again, same key: answered ones replay byte for byte, the others
         // complete (or lose to the winner); in-flight markers of the dead process expire.
         var winners: [String: Set<String>] = [:]
         for (index, attempt) in attempts.enumerated() {
-            var reply = await resolve(attempt)
+            var reply = await resolve(attempt, on: server)
             let deadline = ContinuousClock.now + .seconds(15)
             while let current = reply, current.status == 409, current.json["error"]?["code"]?.stringValue == "REQUEST_IN_PROGRESS",
                   ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(200))
-                reply = await resolve(attempt)
+                reply = await resolve(attempt, on: server)
             }
             let after = try #require(reply)
             if let original = before[index], original.status == 200 {
@@ -138,5 +133,6 @@ struct VisitsCrashTests {
         for (index, _) in sawOK {
             #expect(winners[attempts[index].visit] == [attempts[index].user])
         }
+        await server.stop()
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaWebSocket
 
 /// One `portaria serve` process: the database, the HTTP/WebSocket listener and the
 /// routes of every capability, assembled in one place.
@@ -21,6 +22,8 @@ public final class Application: Sendable {
     public let pushWorker: PushWorker
     private let pushShutdown: @Sendable () -> Void
     private let pushWake: Task<Void, Never>
+    /// Held for the life of the server on SQLite: one server per database file.
+    private let databaseLock: DatabaseFileLock?
     /// Returns freed heap pages to the kernel every minute (see `MemoryPolicy`).
     private let memoryTrimmer = MemoryTrimmer()
     let log: Log
@@ -33,6 +36,23 @@ public final class Application: Sendable {
         if let extra = configuration.caFile { configuration.caFile = try CABundle.combined(with: extra) }
         self.configuration = configuration
         self.log = log
+        // The port before the database: a second server started by mistake must fail
+        // before it creates, migrates or seeds anything.
+        let router = Router()
+        var http = HTTPServerConfiguration()
+        http.host = configuration.host
+        http.port = configuration.port
+        http.maxBodySize = configuration.maxBodySize
+        http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
+        http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
+        server = HTTPServer(router: router, configuration: http, log: log)
+        try server.bind()
+        if configuration.databaseURL.hasPrefix("sqlite://") {
+            databaseLock = try DatabaseFileLock(path: String(configuration.databaseURL.dropFirst("sqlite://".count)))
+        } else {
+            databaseLock = nil
+        }
+        try PrivateDirectory.prepare(configuration.dataDirectory)
         database = try await DatabaseFactory.open(url: configuration.databaseURL)
         let applied = try await Migrator().migrate(database)
         if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
@@ -58,8 +78,9 @@ public final class Application: Sendable {
         pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
                                 sink: VisitTimelinePushSink(), log: log)
 
-        webSockets = WebSocketHub(log: log)
-        let router = Router()
+        var socketConfiguration = WebSocketConfiguration.server
+        socketConfiguration.maxMessageSize = RealtimeLimits().maxClientMessageBytes
+        webSockets = WebSocketHub(configuration: socketConfiguration, log: log)
         iceServers = try ICEServerProvider(configuration: configuration)
         if iceServers.turn == nil {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
@@ -80,6 +101,10 @@ public final class Application: Sendable {
 
         var realtimeLimits = RealtimeLimits()
         if let perUser = configuration.realtimeConnectionsPerUser { realtimeLimits.connectionsPerUser = perUser }
+        realtimeLimits.residentRelayOnly = iceServers.turn != nil
+        if iceServers.turn == nil {
+            log.warning("no TURN: video calls use direct candidates, so a visitor's page sees the answering resident's IP addresses (set --turn-url in production)")
+        }
         realtime = RealtimeFeed(database: database, hub: webSockets, limits: realtimeLimits, log: log)
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.
@@ -110,13 +135,6 @@ public final class Application: Sendable {
                        authenticator: authenticator, visits: visits.service,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)
 
-        var http = HTTPServerConfiguration()
-        http.host = configuration.host
-        http.port = configuration.port
-        http.maxBodySize = configuration.maxBodySize
-        http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
-        http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
-        server = HTTPServer(router: router, configuration: http, log: log)
     }
 
     /// APNs and FCM from the configuration; the log-only sender for whatever has no credentials.
@@ -173,6 +191,7 @@ public final class Application: Sendable {
         memoryTrimmer.stop()
         pushShutdown()
         await database.close()
+        databaseLock?.unlock()
         log.info("stopped")
     }
 }

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import PortariaCore
+import PortariaWebSocket
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,16 +32,33 @@ public struct HTTPServerConfiguration: Sendable {
 /// complete request is handed to an async Swift handler while its connection is
 /// suspended, so no libmicrohttpd thread ever waits for a handler or for storage.
 public final class HTTPServer: @unchecked Sendable {
+    // Unchecked: `daemon`, `port` and `quiescedListener` are written by `start()` before
+    // any request can arrive and by `shutdown()` after `state` left `.running`; the
+    // libmicrohttpd threads read only through `self` handed to them in `start()`.
     public let configuration: HTTPServerConfiguration
     let router: Router
     let log: Log
     /// Requests accepted and not yet answered (graceful shutdown waits for them).
     let inFlight = Locked(0)
+    /// Sockets handed over by an HTTP upgrade and not given back yet, and whether the
+    /// daemon has stopped. libmicrohttpd closes an upgraded socket and frees its handle in
+    /// `MHD_stop_daemon`; a WebSocket still using the number after that would read, write
+    /// and finally "close" whatever reused it (a database connection). So the stop waits
+    /// for every upgraded socket to come back, and a hand-back after the stop is a no-op.
+    let upgrades = Locked(UpgradeLedger())
     private var daemon: OpaquePointer?
     private let state = Locked<State>(.idle)
+    /// The listening socket between `bind()` and `start()` (ours to close until libmicrohttpd
+    /// takes it; -1 when there is none).
+    private let boundListener = Locked<Int32>(-1)
     public private(set) var port: UInt16 = 0
 
     private enum State { case idle, running, draining, stopped }
+
+    struct UpgradeLedger {
+        var open = 0
+        var daemonStopped = false
+    }
 
     public init(router: Router, configuration: HTTPServerConfiguration = .init(), log: Log = .shared) {
         self.router = router
@@ -50,37 +68,118 @@ public final class HTTPServer: @unchecked Sendable {
 
     deinit {
         if let daemon { MHD_stop_daemon(daemon) }
+        let listener = boundListener.current
+        if listener >= 0 { OwnedDescriptor(listener).close() }
     }
 
     /// Binds and starts serving; throws a readable error when the address is unusable.
+    ///
+    /// The listening socket is made here, not by libmicrohttpd, for two reasons: the bind
+    /// error is ours to report ("port 8080 is already in use"), and the socket gets
+    /// `SO_REUSEADDR` only. libmicrohttpd's address-reuse option also sets `SO_REUSEPORT`,
+    /// which let a second `portaria serve` bind the same port and the kernel spread
+    /// connections between two servers with different databases.
     public func start() throws {
+        try bind()
         let address = try SocketAddress(host: configuration.host, port: configuration.port)
+        let taken = boundListener.withLock { bound -> Int32 in
+            defer { bound = -1 }
+            return bound
+        }
+        guard taken >= 0 else { throw ServerStartError("the HTTP server was already started") }
+        let listener = OwnedDescriptor(taken)
         var flags = UInt32(MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
-            | MHD_ALLOW_UPGRADE.rawValue | MHD_USE_TURBO.rawValue)
+            | MHD_ALLOW_UPGRADE.rawValue | MHD_USE_TURBO.rawValue | MHD_USE_ITC.rawValue)
         if address.isIPv6 { flags |= UInt32(MHD_USE_IPv6.rawValue) }
-        let started: OpaquePointer? = address.withSockaddr { sockaddr in
-            var config = portaria_mhd_config()
-            config.flags = flags
-            config.bind_address = sockaddr
-            config.thread_pool_size = UInt32(configuration.threadPoolSize)
-            config.connection_limit = UInt32(configuration.connectionLimit)
-            config.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
-            config.connection_timeout_seconds = UInt32(configuration.connectionTimeoutSeconds)
-            config.connection_memory_limit = configuration.headerMemoryLimit
-            config.listen_backlog = UInt32(configuration.listenBacklog)
-            config.access_handler = portariaAccessHandler
-            config.access_handler_cls = Unmanaged.passUnretained(self).toOpaque()
-            config.completed_handler = portariaRequestCompleted
-            config.completed_handler_cls = Unmanaged.passUnretained(self).toOpaque()
-            config.log_sink = portariaLibraryLog
-            return withUnsafePointer(to: &config) { portaria_mhd_start($0) }
+        var config = portaria_mhd_config()
+        config.flags = flags
+        config.listen_socket = listener.rawValue
+        config.thread_pool_size = UInt32(configuration.threadPoolSize)
+        config.connection_limit = UInt32(configuration.connectionLimit)
+        config.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
+        config.connection_timeout_seconds = UInt32(configuration.connectionTimeoutSeconds)
+        config.connection_memory_limit = configuration.headerMemoryLimit
+        config.access_handler = portariaAccessHandler
+        config.access_handler_cls = Unmanaged.passUnretained(self).toOpaque()
+        config.completed_handler = portariaRequestCompleted
+        config.completed_handler_cls = Unmanaged.passUnretained(self).toOpaque()
+        config.log_sink = portariaLibraryLog
+        guard let started = withUnsafePointer(to: &config, { portaria_mhd_start($0) }) else {
+            // `listener` closes itself: libmicrohttpd did not take it.
+            throw ServerStartError("cannot start the HTTP server on \(configuration.host):\(configuration.port)")
         }
-        guard let started else {
-            throw ServerStartError("cannot listen on \(configuration.host):\(configuration.port) (address in use or not available)")
-        }
+        // libmicrohttpd owns the listening socket from here (it closes it in
+        // MHD_stop_daemon, unless MHD_quiesce_daemon gave it back: see `shutdown`).
+        let boundPort = Self.boundPort(of: listener.rawValue)
+        _ = listener.release()
         daemon = started
-        port = portaria_mhd_bound_port(started)
+        port = boundPort
         state.withLock { $0 = .running }
+    }
+
+    /// Binds and listens without serving yet (connections wait in the backlog), so a busy
+    /// port is found before anything else starts. `start()` calls it when needed.
+    public func bind() throws {
+        guard boundListener.current < 0, state.current == .idle else { return }
+        let address = try SocketAddress(host: configuration.host, port: configuration.port)
+        let listener = try Self.listen(on: address, host: configuration.host, port: configuration.port,
+                                       backlog: configuration.listenBacklog)
+        let number = listener.release()
+        boundListener.withLock { $0 = number }
+    }
+
+    /// socket + SO_REUSEADDR + bind + listen, with the reason in words when it fails.
+    private static func listen(on address: SocketAddress, host: String, port: UInt16, backlog: Int) throws -> OwnedDescriptor {
+        // Non-blocking: every thread of libmicrohttpd's pool watches this socket and all
+        // are woken for one connection; with a blocking socket the threads that lose the
+        // race would sit in accept() and stop serving their own connections.
+        guard let listener = OwnedDescriptor.socket(family: address.isIPv6 ? AF_INET6 : AF_INET,
+                                                    type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)) else {
+            throw ServerStartError("cannot create a socket: \(String(cString: strerror(errno)))")
+        }
+        // SO_REUSEADDR lets a restarted server bind while the old one's connections sit in
+        // TIME_WAIT; on Linux it never lets two sockets listen on one port.
+        var one: Int32 = 1
+        _ = setsockopt(listener.rawValue, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if address.isIPv6 {
+            _ = setsockopt(listener.rawValue, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let bound = address.withSockaddr { Glibc.bind(listener.rawValue, $0, address.length) }
+        if bound != 0 {
+            let number = errno
+            switch number {
+            case EADDRINUSE:
+                throw ServerStartError("port \(port) is already in use on \(host) (is another portaria running?)")
+            case EACCES:
+                throw ServerStartError("not allowed to listen on port \(port) (ports below 1024 need privileges)")
+            case EADDRNOTAVAIL:
+                throw ServerStartError("address \(host) is not an address of this machine")
+            default:
+                throw ServerStartError("cannot listen on \(host):\(port): \(String(cString: strerror(number)))")
+            }
+        }
+        guard Glibc.listen(listener.rawValue, Int32(clamping: backlog)) == 0 else {
+            throw ServerStartError("cannot listen on \(host):\(port): \(String(cString: strerror(errno)))")
+        }
+        return listener
+    }
+
+    /// The port the kernel chose (for `--port 0`).
+    private static func boundPort(of descriptor: Int32) -> UInt16 {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard ok else { return 0 }
+        let family = Int32(storage.ss_family)
+        return withUnsafeBytes(of: &storage) { raw in
+            switch family {
+            case AF_INET: return UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port)
+            case AF_INET6: return UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port)
+            default: return 0
+            }
+        }
     }
 
     /// Stops accepting, lets in-flight requests finish (up to `gracePeriod`), then closes
@@ -92,21 +191,37 @@ public final class HTTPServer: @unchecked Sendable {
             return true
         }
         guard proceed, let daemon else { return }
-        _ = MHD_quiesce_daemon(daemon)
+        // With MHD_USE_ITC this hands the listening socket back: ours to close, after the stop.
+        let quiesced = MHD_quiesce_daemon(daemon)
         let deadline = ContinuousClock.now + gracePeriod
-        while inFlight.current > 0 && ContinuousClock.now < deadline {
+        while (inFlight.current > 0 || upgrades.current.open > 0) && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
         let abandoned = inFlight.current
         if abandoned > 0 { log.warning("shutdown: requests still running after grace period", ["count": .number(Double(abandoned))]) }
+        let unreleased = upgrades.withLock { ledger -> Int in
+            ledger.daemonStopped = true
+            return ledger.open
+        }
+        if unreleased > 0 { log.warning("shutdown: upgraded sockets not handed back", ["count": .number(Double(unreleased))]) }
         MHD_stop_daemon(daemon)
+        if quiesced >= 0 { OwnedDescriptor(quiesced).close() }
         self.daemon = nil
         state.withLock { $0 = .stopped }
     }
 
-    public var openConnections: Int {
-        guard let daemon else { return 0 }
-        return Int(portaria_mhd_current_connections(daemon))
+    /// An upgraded socket was handed to a WebSocket (libmicrohttpd thread).
+    func upgradeOpened() {
+        upgrades.withLock { $0.open += 1 }
+    }
+
+    /// Gives an upgraded socket back to libmicrohttpd, which closes it — unless the daemon
+    /// already stopped (then it closed the socket and freed `handle` itself).
+    func releaseUpgrade(_ release: () -> Void) {
+        upgrades.withLock { ledger in
+            ledger.open -= 1
+            if !ledger.daemonStopped { release() }
+        }
     }
 
     // MARK: Dispatch of one request
@@ -174,6 +289,11 @@ struct SocketAddress {
             throw ServerStartError("--host must be an IPv4 or IPv6 address, got \(host)")
         }
         self.storage = storage
+    }
+
+    /// The size of the sockaddr this address is (for `bind`).
+    var length: socklen_t {
+        socklen_t(isIPv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
     }
 
     func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>) -> T) -> T {

@@ -69,7 +69,11 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, conte
 /// Holds what the upgrade callback needs; retained until that callback runs.
 private final class UpgradeBox {
     let upgrade: any WebSocketUpgrade
-    init(_ upgrade: any WebSocketUpgrade) { self.upgrade = upgrade }
+    let server: HTTPServer
+    init(_ upgrade: any WebSocketUpgrade, server: HTTPServer) {
+        self.upgrade = upgrade
+        self.server = server
+    }
 }
 
 private struct UpgradeHandle: @unchecked Sendable { let pointer: OpaquePointer }
@@ -77,16 +81,22 @@ private struct UpgradeHandle: @unchecked Sendable { let pointer: OpaquePointer }
 private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgrade,
                           on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
     context.status = 101
-    let box = Unmanaged.passRetained(UpgradeBox(upgrade)).toOpaque()
+    let box = Unmanaged.passRetained(UpgradeBox(upgrade, server: context.server)).toOpaque()
     guard let mhdResponse = MHD_create_response_for_upgrade({ cls, _, _, extraIn, extraInSize, socket, urh in
         let box = Unmanaged<UpgradeBox>.fromOpaque(cls!).takeRetainedValue()
         var buffered: [UInt8] = []
         if let extraIn, extraInSize > 0 {
             buffered = Array(UnsafeRawBufferPointer(start: extraIn, count: extraInSize))
         }
+        // The socket stays libmicrohttpd's: the WebSocket uses the number until it calls
+        // `close`, which hands it back (libmicrohttpd closes it). One owner, one close.
         let handle = UpgradeHandle(pointer: urh!)
+        let server = box.server
+        server.upgradeOpened()
+        let released = Locked(false)
         box.upgrade.upgraded(socket: socket, bufferedInput: buffered, close: {
-            _ = portaria_mhd_upgrade_close(handle.pointer)
+            guard !released.withLock({ done in defer { done = true }; return done }) else { return }
+            server.releaseUpgrade { _ = portaria_mhd_upgrade_close(handle.pointer) }
         })
     }, box) else {
         Unmanaged<UpgradeBox>.fromOpaque(box).release()
@@ -149,7 +159,9 @@ func portariaAccessHandler(
                 context.bodyTooLarge = true
                 return portaria_mhd_yes
             }
-            context.request.body.reserveCapacity(length)
+            // Reserve what a small body needs, not what the client claims: a declared
+            // length costs memory only as its bytes arrive (the array grows as they do).
+            context.request.body.reserveCapacity(min(max(length, 0), 64 * 1024))
         }
         return portaria_mhd_yes
     }

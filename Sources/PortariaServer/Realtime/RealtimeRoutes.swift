@@ -95,9 +95,18 @@ struct RealtimeRoutes {
             let joined = subscriber
             let feed = routes.feed
             let resumeAfter = since
+            let budget = InboundBudget(limits: feed.limits)
             return try routes.hub.upgrade(request, handlers: .init(
                 onOpen: { connection in feed.join(connection, joined, since: resumeAfter) },
-                onText: { connection, text in feed.received(connection, text) },
+                onText: { connection, text in
+                    // Size is capped by the hub (1009); rate and backlog here, on the loop
+                    // thread, before anything reaches the feed's queue.
+                    guard budget.admit() else {
+                        connection.abortOnLoop(code: .policyViolation, reason: "too many messages")
+                        return
+                    }
+                    feed.received(connection, text, budget: budget)
+                },
                 onClose: { connection, _, _ in feed.leave(connection) }))
         }
     }

@@ -12,7 +12,8 @@ struct MediaStore: Sendable {
     func write(_ bytes: [UInt8], companyID: String, visitID: String, mediaID: String, ext: String) throws -> String {
         let relative = "media/\(safe(companyID))/\(safe(visitID))/\(safe(mediaID)).\(ext)"
         let url = URL(fileURLWithPath: root).appendingPathComponent(relative)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         let temporary = url.path + ".tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard descriptor >= 0 else { throw StorageError.failed("cannot write media file (errno \(errno))") }

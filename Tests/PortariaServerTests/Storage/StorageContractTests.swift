@@ -1,6 +1,9 @@
 import Foundation
 @testable import PortariaServer
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs `StorageContract` on every backend. PostgreSQL runs when
 /// `PORTARIA_TEST_POSTGRES_URL` names a throw-away cluster and shows as skipped otherwise.
@@ -26,23 +29,39 @@ struct StorageContractTests {
 /// need no running PostgreSQL.
 @Suite("Storage: opening failures")
 struct StorageOpeningTests {
-    @Test("an unreachable PostgreSQL is .unavailable within seconds")
+    @Test("an unreachable PostgreSQL is .unavailable after its retries, not hanging")
     func unreachablePostgres() async throws {
         let started = ContinuousClock.now
         await expectStorageError(.unavailable) {
             _ = try await DatabaseFactory.open(url: "postgres://postgres@127.0.0.1:1/portaria")
         }
-        #expect(ContinuousClock.now - started < .seconds(6))
+        // "Gives up" versus "hangs", with room for a loaded CI machine.
+        #expect(ContinuousClock.now - started < .seconds(25))
     }
 
-    @Test("a PostgreSQL host that never answers is .unavailable within the connect timeout")
-    func blackholedPostgres() async throws {
-        // 192.0.2.0/24 is TEST-NET-1: nothing answers, so only the connect timeout ends the attempt.
+    @Test("a PostgreSQL server that accepts and never answers is .unavailable after the connect timeout")
+    func silentPostgres() async throws {
+        // A loopback listener that never speaks: only the connect timeout ends the attempt
+        // (no packet leaves this machine).
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0 && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        try #require(bound)
+        let port = UInt16(bigEndian: address.sin_port)
         let started = ContinuousClock.now
         await expectStorageError(.unavailable) {
-            _ = try await DatabaseFactory.open(url: "postgres://postgres@192.0.2.1:5432/portaria?connect_timeout=2")
+            _ = try await DatabaseFactory.open(url: "postgres://postgres@127.0.0.1:\(port)/portaria?connect_timeout=2")
         }
-        #expect(ContinuousClock.now - started < .seconds(6))
+        #expect(ContinuousClock.now - started < .seconds(25))
     }
 
     @Test("SQLite in a missing directory is .unavailable")

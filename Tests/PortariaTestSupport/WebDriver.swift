@@ -14,8 +14,8 @@ import Glibc
 // of this session's profile, by process id.
 
 /// Where Chromium and chromedriver are (`PORTARIA_CHROMIUM`, `PORTARIA_CHROMEDRIVER`, else PATH).
-enum BrowserBinaries {
-    static func find(_ names: [String], environment key: String) -> String? {
+package enum BrowserBinaries {
+    package static func find(_ names: [String], environment key: String) -> String? {
         if let path = ProcessInfo.processInfo.environment[key], !path.isEmpty {
             return FileManager.default.isExecutableFile(atPath: path) ? path : nil
         }
@@ -29,11 +29,11 @@ enum BrowserBinaries {
         return nil
     }
 
-    static let chromium = find(["chromium", "chromium-browser", "google-chrome"], environment: "PORTARIA_CHROMIUM")
-    static let chromedriver = find(["chromedriver"], environment: "PORTARIA_CHROMEDRIVER")
+    package static let chromium = find(["chromium", "chromium-browser", "google-chrome"], environment: "PORTARIA_CHROMIUM")
+    package static let chromedriver = find(["chromedriver"], environment: "PORTARIA_CHROMEDRIVER")
 
     /// True when both are installed; otherwise prints why the browser tests are skipped.
-    static let available: Bool = {
+    package static let available: Bool = {
         var missing: [String] = []
         if chromium == nil { missing.append("chromium") }
         if chromedriver == nil { missing.append("chromedriver (Debian: chromium-driver)") }
@@ -45,18 +45,18 @@ enum BrowserBinaries {
     }()
 }
 
-struct WebDriverError: Error, CustomStringConvertible {
-    var error: String
-    var message: String
-    var description: String { "WebDriver \(error): \(message)" }
+package struct WebDriverError: Error, CustomStringConvertible {
+    package var error: String
+    package var message: String
+    package var description: String { "WebDriver \(error): \(message)" }
 }
 
 /// One chromedriver process with one browser session.
-final class WebDriver: @unchecked Sendable {
-    let driver: Process
-    let port: UInt16
-    let sessionID: String
-    let profile: URL
+package final class WebDriver: @unchecked Sendable {
+    package let driver: Process
+    package let port: UInt16
+    package let sessionID: String
+    package let profile: URL
 
     private init(driver: Process, port: UInt16, sessionID: String, profile: URL) {
         self.driver = driver
@@ -65,27 +65,14 @@ final class WebDriver: @unchecked Sendable {
         self.profile = profile
     }
 
-    /// A free loopback port (bound then released; chromedriver binds it right after).
-    static func freePort() throws -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw HarnessError("socket failed") }
-        defer { Glibc.close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw HarnessError("bind failed") }
-        return UInt16(bigEndian: address.sin_port)
+    /// The port from "ChromeDriver was started successfully on port 36973."
+    static func announcedPort(in output: String) -> UInt16? {
+        guard let range = output.range(of: "started successfully on port ") else { return nil }
+        return UInt16(output[range.upperBound...].prefix { $0.isNumber })
     }
 
     /// Starts chromedriver and a headless Chromium session sized like a cheap phone.
-    static func start() async throws -> WebDriver {
+    package static func start() async throws -> WebDriver {
         guard let chromedriver = BrowserBinaries.chromedriver, let chromium = BrowserBinaries.chromium else {
             throw HarnessError("chromium or chromedriver is not installed")
         }
@@ -93,18 +80,29 @@ final class WebDriver: @unchecked Sendable {
 
         var lastError: Error = HarnessError("chromedriver did not start")
         for _ in 0..<3 {
-            let port = try freePort()
+            // `--port=0`: chromedriver binds a port the kernel picks and prints it, so no
+            // other test can take it between our choosing and its binding.
+            let stdoutPath = profile.appendingPathComponent("chromedriver.stdout").path
+            _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: chromedriver)
-            process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-level=WARNING",
+            process.arguments = ["--port=0", "--allowed-ips=127.0.0.1", "--log-level=WARNING",
                                  "--log-path=\(profile.appendingPathComponent("chromedriver.log").path)"]
-            process.standardOutput = FileHandle.nullDevice
+            process.standardOutput = FileHandle(forWritingAtPath: stdoutPath) ?? FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             process.standardInput = FileHandle.nullDevice
             try process.run()
+            var port: UInt16 = 0
             var problem = "no answer"
             let ready = await eventually(within: .seconds(15), every: .milliseconds(50)) {
                 guard process.isRunning else { return true }
+                if port == 0 {
+                    guard let announced = Self.announcedPort(in: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "") else {
+                        problem = "no port announced on stdout"
+                        return false
+                    }
+                    port = announced
+                }
                 do {
                     let value = try await Self.send(port: port, "GET", "/status", nil, timeout: .seconds(2))
                     guard let object = value as? [String: Any] else {
@@ -207,33 +205,33 @@ final class WebDriver: @unchecked Sendable {
     // MARK: Commands
 
     @discardableResult
-    func command(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
+    package func command(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> Any? {
         try await Self.send(port: port, method, "/session/\(sessionID)\(path)", body)
     }
 
-    func navigate(_ url: String) async throws {
+    package func navigate(_ url: String) async throws {
         try await command("POST", "/url", ["url": url])
     }
 
     /// Runs a synchronous script (`return …;`) in the page and returns its value.
     @discardableResult
-    func execute(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
+    package func execute(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
         try await command("POST", "/execute/sync", ["script": script, "args": arguments])
     }
 
     /// A Chrome DevTools Protocol command through chromedriver's vendor endpoint.
     @discardableResult
-    func cdp(_ name: String, _ parameters: [String: Any] = [:]) async throws -> Any? {
+    package func cdp(_ name: String, _ parameters: [String: Any] = [:]) async throws -> Any? {
         try await command("POST", "/goog/cdp/execute", ["cmd": name, "params": parameters])
     }
 
-    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
+    package static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
 
-    func find(css selector: String) async throws -> String {
+    package func find(css selector: String) async throws -> String {
         try await find(using: "css selector", selector)
     }
 
-    func find(xpath: String) async throws -> String {
+    package func find(xpath: String) async throws -> String {
         try await find(using: "xpath", xpath)
     }
 
@@ -245,20 +243,20 @@ final class WebDriver: @unchecked Sendable {
         return id
     }
 
-    func click(_ element: String) async throws {
+    package func click(_ element: String) async throws {
         try await command("POST", "/element/\(element)/click")
     }
 
-    func type(_ element: String, _ text: String) async throws {
+    package func type(_ element: String, _ text: String) async throws {
         try await command("POST", "/element/\(element)/value", ["text": text])
     }
 
-    func text(_ element: String) async throws -> String {
+    package func text(_ element: String) async throws -> String {
         (try await command("GET", "/element/\(element)/text") as? String) ?? ""
     }
 
     /// Waits for an element to exist and be displayed, then clicks it (a real pointer click).
-    func click(css selector: String, within timeout: Duration = .seconds(10)) async throws {
+    package func click(css selector: String, within timeout: Duration = .seconds(10)) async throws {
         try await waitFor("a visible \(selector)", within: timeout) {
             try await self.execute("const e = document.querySelector(arguments[0]); return !!e && e.offsetParent !== null && !e.disabled;",
                                    [selector]) as? Bool == true
@@ -275,7 +273,7 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// The trimmed text of the first element matching `selector`, or nil when there is none or it is hidden.
-    func visibleText(_ selector: String) async throws -> String? {
+    package func visibleText(_ selector: String) async throws -> String? {
         try await execute("""
             const e = document.querySelector(arguments[0]);
             if (!e || e.closest('[hidden]')) return null;
@@ -284,7 +282,7 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// Polls `condition` until it holds; throws with `what` (and the page's state) at the deadline.
-    func waitFor(_ what: String, within timeout: Duration = .seconds(15), every interval: Duration = .milliseconds(100),
+    package func waitFor(_ what: String, within timeout: Duration = .seconds(15), every interval: Duration = .milliseconds(100),
                  _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         var lastError: Error?
@@ -306,7 +304,7 @@ final class WebDriver: @unchecked Sendable {
 
     /// Waits until the element's visible text contains `expected`; returns the text.
     @discardableResult
-    func waitForText(_ selector: String, containing expected: String, within timeout: Duration = .seconds(15)) async throws -> String {
+    package func waitForText(_ selector: String, containing expected: String, within timeout: Duration = .seconds(15)) async throws -> String {
         var seen = ""
         try await waitFor("\(selector) to show “\(expected)”", within: timeout) {
             seen = try await self.visibleText(selector) ?? ""
@@ -317,7 +315,7 @@ final class WebDriver: @unchecked Sendable {
 
     /// Saves a PNG of the viewport as `name.png` in `PORTARIA_SCREENSHOT_DIR`, when set
     /// (to look at the page as a phone shows it; tests never depend on it).
-    func screenshot(_ name: String) async {
+    package func screenshot(_ name: String) async {
         guard let directory = ProcessInfo.processInfo.environment["PORTARIA_SCREENSHOT_DIR"], !directory.isEmpty,
               let encoded = try? await command("GET", "/screenshot") as? String,
               let data = Data(base64Encoded: encoded) else { return }
@@ -326,7 +324,7 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// The browser console so far (for failure messages).
-    func consoleLog() async -> String {
+    package func consoleLog() async -> String {
         guard let entries = try? await command("POST", "/se/log", ["type": "browser"]) as? [[String: Any]] else { return "" }
         return entries.map { "\($0["level"] ?? "") \($0["message"] ?? "")" }.joined(separator: "\n")
     }
@@ -334,14 +332,14 @@ final class WebDriver: @unchecked Sendable {
     // MARK: Teardown
 
     /// Ends the session and stops chromedriver and every Chromium process of this profile.
-    func close() async {
+    package func close() async {
         _ = try? await command("DELETE", "")
         Self.terminate(driver)
         Self.killBrowsers(profile: profile)
         try? FileManager.default.removeItem(at: profile)
     }
 
-    static func terminate(_ process: Process) {
+    package static func terminate(_ process: Process) {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         let deadline = Date().addingTimeInterval(3)
@@ -354,7 +352,7 @@ final class WebDriver: @unchecked Sendable {
 
     /// Chromium processes started with this session's profile folder (found through
     /// /proc, killed by pid): what is left if chromedriver died before quitting it.
-    static func killBrowsers(profile: URL) {
+    package static func killBrowsers(profile: URL) {
         let marker = "--user-data-dir=\(profile.appendingPathComponent("profile").path)"
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
         for entry in entries {
@@ -366,7 +364,7 @@ final class WebDriver: @unchecked Sendable {
     }
 
     /// Runs `body` with a fresh browser and always closes it.
-    static func with(_ body: (WebDriver) async throws -> Void) async throws {
+    package static func with(_ body: (WebDriver) async throws -> Void) async throws {
         let browser = try await start()
         do {
             try await body(browser)
