@@ -8,7 +8,7 @@ enum AdminCommand {
         admin actions (all take --database URL and --json):
           create-company --name N [--gate-lat X --gate-lon Y --gate-radius M --timezone TZ]
           create-unit    --company C --label L
-          create-gate    --company C --token T [--name N]
+          create-gate    --company C [--token T] [--name N]   (without --token: a random 128-bit token)
           create-user    --username U --name N [--phone +55…] [--password P] [--master] [--driver]
           create-sector  --company C --name N --permissions p1,p2
           add-member     --user U --company C [--units L1,L2] [--sectors S1,S2] [--permissions p1,p2]
@@ -88,9 +88,9 @@ enum AdminCommand {
                 report("created unit \(label) (\(id))", ["id": .string(id), "label": .string(label)])
             case "create-gate":
                 let company = try await directory.companyID(try required("company"))
-                let token = try required("token")
-                let id = try await directory.createGate(company: company, token: token, name: options.value("name") ?? "Portão principal")
-                report("created gate \(token) (\(id))", ["id": .string(id), "token": .string(token)])
+                let (id, token) = try await directory.createGate(company: company, token: options.value("token"),
+                                                                 name: options.value("name") ?? "Portão principal")
+                report("created gate \(token) (\(id)); its page is /gate/\(token)", ["id": .string(id), "token": .string(token)])
             case "create-user":
                 let username = try required("username")
                 let id = try await directory.createUser(username: username, name: try required("name"), phone: options.value("phone"),

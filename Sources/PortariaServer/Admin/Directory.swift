@@ -87,10 +87,25 @@ public struct Directory: Sendable {
         return id
     }
 
+    /// Characters of a token of `Crypto.gateTokenBytes` random bytes in base64url; a chosen
+    /// token shorter than this is refused unless `allowGuessable` (the demo's `demo-gate`).
+    public static let minimumGateTokenLength = 22
+
+    /// A new gate token: 128 random bits, base64url (22 characters). The token is the
+    /// only secret between the QR code on the gate and anyone on the internet.
+    public static func randomGateToken() -> String { Base64URL.encode(Crypto.randomBytes(16)) }
+
+    /// Creates a gate. Without `token` it gets a random one (`randomGateToken`); a chosen
+    /// token must be at least `minimumGateTokenLength` characters unless `allowGuessable`.
     @discardableResult
-    public func createGate(company: String, token: String, name: String = "Portão principal") async throws -> String {
+    public func createGate(company: String, token: String? = nil, name: String = "Portão principal",
+                           allowGuessable: Bool = false) async throws -> (id: String, token: String) {
+        let token = token ?? Self.randomGateToken()
         guard token.count >= 4, token.count <= 64, token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw DirectoryError("gate token must be 4–64 characters of letters, digits, '-' or '_'")
+        }
+        guard allowGuessable || token.count >= Self.minimumGateTokenLength else {
+            throw DirectoryError("gate token must be at least \(Self.minimumGateTokenLength) characters (a short one can be guessed); omit --token for a random one")
         }
         let id = Self.newID()
         try await mapping {
@@ -99,7 +114,7 @@ public struct Directory: Sendable {
                                .text(id), .text(company), .text(token), .text(name), .date(Date()))
             }
         }
-        return id
+        return (id, token)
     }
 
     public static func validUsername(_ username: String) -> Bool {

@@ -14,6 +14,12 @@ public enum Schema {
         Migration(version: 3, name: "visits", statements: visits),
         Migration(version: 4, name: "devices_and_push", statements: push),
         Migration(version: 5, name: "realtime", statements: realtime),
+        Migration(version: 6, name: "rate_limit_expiry", statements: [
+            // Windows have different lengths (a minute for the gate, a day for OTP sends):
+            // each row says when it ends, so the retention sweep can delete ended ones.
+            .init("ALTER TABLE rate_limits ADD COLUMN expires_at BIGINT"),
+            .init("CREATE INDEX rate_limits_expiry ON rate_limits (expires_at)"),
+        ]),
     ]
 
     /// One-time tickets that let a browser open `/v1/realtime` without putting a

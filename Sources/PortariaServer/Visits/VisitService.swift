@@ -11,6 +11,10 @@ public struct VisitsConfiguration: Sendable {
     public var retentionDays = 90
     /// Unresolved visits expire after this.
     public var visitLifetime: TimeInterval = 24 * 3600
+    /// Unknown gate tokens one address may try per `gateGuessWindow`; past that, every
+    /// gate request from the address is refused until the window ends (decision 0013).
+    public var gateGuessLimit = 20
+    public var gateGuessWindow: TimeInterval = 600
     public init() {}
 }
 
@@ -70,9 +74,42 @@ public struct VisitService: Sendable {
                     gate: point, radius: row.double("gate_radius_m") ?? 50)
     }
 
-    /// `GET /v1/gates/{gate_token}`: the company's name and units, never residents.
+    /// A gate as one client address may see it. Unknown tokens count per address, not
+    /// per guessed token (a bucket per guess would never fill). An address over the
+    /// limit is refused with a read only — no lookup, no write — and for *every* token:
+    /// answering a real token differently from a guess would let the guessing go on.
+    func openGate(token: String, address: String) async throws -> Gate {
+        let limiter = RateLimiter(database: database)
+        let bucket = "gate-unknown:" + address
+        let now = clock.now()
+        let seen = try await limiter.peek(bucket, window: configuration.gateGuessWindow, now: now)
+        if seen.count >= configuration.gateGuessLimit { throw Self.rateLimited(seen) }
+        do {
+            return try await gate(token: token)
+        } catch let error as HTTPError where error.status == 404 {
+            let counted = try await limiter.hit(bucket, window: configuration.gateGuessWindow, now: now)
+            if counted.count > configuration.gateGuessLimit { throw Self.rateLimited(counted) }
+            throw error
+        }
+    }
+
+    /// `GET /v1/gates/{gate_token}` from `address`: the company's name and units, never
+    /// residents. Views of a real gate are limited per (gate, address) to `viewLimit` a
+    /// minute, checked before counting.
+    public func gateInfo(token: String, address: String, viewLimit: Int) async throws -> GateInfo {
+        let gate = try await openGate(token: token, address: address)
+        let view = try await RateLimiter(database: database)
+            .admit("gate-view:\(gate.id):\(address)", max: viewLimit, window: 60, now: clock.now())
+        if !view.allowed { throw Self.rateLimited(view.window) }
+        return try await gateInfo(gate)
+    }
+
+    /// `GET /v1/gates/{gate_token}` without per-address accounting (tests, tools).
     public func gateInfo(token: String) async throws -> GateInfo {
-        let gate = try await gate(token: token)
+        try await gateInfo(try await gate(token: token))
+    }
+
+    func gateInfo(_ gate: Gate) async throws -> GateInfo {
         let units = try await database.read { db in
             try db.query("SELECT id, label FROM units WHERE company_id = ? ORDER BY label", .text(gate.companyID))
                 .map { UnitSummary(id: $0.string("id") ?? "", label: $0.string("label") ?? "") }
@@ -105,15 +142,18 @@ public struct VisitService: Sendable {
         return request
     }
 
-    /// The gate's per-source limit (`--gate-limit` visits per minute), counted by `createVisit`.
+    /// The gate's per-source limit (`--gate-limit` visits per minute at one gate from one
+    /// address), counted by `createVisit`; the address also carries the unknown-token count.
     public struct GateRateLimit: Sendable {
-        public var bucket: String
+        /// The client address as limits key it (`AddressKey`).
+        public var address: String
         public var max: Int
         public var window: TimeInterval = 60
-        public init(bucket: String, max: Int) {
-            self.bucket = bucket
+        public init(address: String, max: Int) {
+            self.address = address
             self.max = max
         }
+        func bucket(gateID: String) -> String { "gate-visit:\(gateID):\(address)" }
     }
 
     static func rateLimited(_ window: RateLimiter.Window) -> HTTPError {
@@ -129,23 +169,20 @@ public struct VisitService: Sendable {
 
     /// `POST /v1/gates/{gate_token}/visits`: counts the attempt against `rateLimit`, creates
     /// the visit, plans its ring and rings the first step — all in one transaction (one
-    /// commit, one fsync on SQLite). Every attempt that reaches the database counts, as
-    /// with a separate limiter write: a refused or unknown-unit attempt commits its count
-    /// and nothing else.
+    /// commit, one fsync on SQLite). A source already over its limit is refused after a
+    /// read, before the transaction; an unknown-unit attempt commits its count and nothing
+    /// else. Unknown gate tokens count per address (`openGate`).
     public func createVisit(gateToken: String, request: CreateVisitRequest,
                             rateLimit: GateRateLimit? = nil) async throws -> CreateVisitResponse {
         let request = try Self.validate(request)
         let now = clock.now()
         let gate: Gate
-        do {
+        if let rateLimit {
+            gate = try await openGate(token: gateToken, address: rateLimit.address)
+            let seen = try await RateLimiter(database: database).peek(rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
+            if seen.count >= rateLimit.max { throw Self.rateLimited(seen) }
+        } else {
             gate = try await self.gate(token: gateToken)
-        } catch let error as HTTPError where error.status == 404 {
-            // An unknown gate token counts too (else guessing tokens would be unlimited).
-            if let rateLimit {
-                let window = try await RateLimiter(database: database).hit(rateLimit.bucket, window: rateLimit.window, now: now)
-                if window.count > rateLimit.max { throw Self.rateLimited(window) }
-            }
-            throw error
         }
         let token = Crypto.opaqueToken()
         let geofence = Geofence.evaluate(location: request.location, gate: gate.gate, radius: gate.radius)
@@ -153,7 +190,7 @@ public struct VisitService: Sendable {
         let lifetime = configuration.visitLifetime
         let creation = try await database.write { db -> Creation in
             if let rateLimit {
-                let window = try RateLimiter.hit(db, rateLimit.bucket, window: rateLimit.window, now: now)
+                let window = try RateLimiter.hit(db, rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
                 if window.count > rateLimit.max { return .limited(window) }
             }
             guard let unit = try db.queryOne("""
