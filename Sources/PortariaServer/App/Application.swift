@@ -71,6 +71,7 @@ public final class Application: Sendable {
         visitsConfiguration.gateLimit = configuration.gateLimit
         visitsConfiguration.dataDirectory = configuration.dataDirectory
         visitsConfiguration.retentionDays = configuration.retentionDays
+        visitsConfiguration.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
         visits = VisitsModule(database: database, authenticator: authenticator, configuration: visitsConfiguration, log: log)
         visits.register(on: router)
 
@@ -101,7 +102,7 @@ public final class Application: Sendable {
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         let visitService = visits.service
         CallRoutes(iceServers: iceServers, authenticator: authenticator,
-                   visitorVisit: { request in try await visitService.visitorVisitID(request) }).register(on: router)
+                   visitorVisit: { request in try await visitService.visitorLiveCall(request) }).register(on: router)
         RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
                        authenticator: authenticator, visits: visits.service,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)

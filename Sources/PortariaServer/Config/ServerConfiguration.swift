@@ -27,6 +27,8 @@ public struct ServerConfiguration: Sendable {
     public var maxBodySize = 1 << 20
     /// Days photos, voice messages and visitor locations are kept (LGPD).
     public var retentionDays = 90
+    /// MiB of photos and voice messages one company's visitors may store per 24 h.
+    public var mediaQuotaMB = 512
     /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
     public var benchRoutes = false
     /// Realtime sockets one user may hold (`RealtimeLimits.connectionsPerUser`). Raised only by
@@ -67,6 +69,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
+        OptionSpec("media-quota-mb", help: "MiB of photos and voice messages one company's visitors may store per 24 h (default 512)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("push-lease-seconds", help: "push job lease (default 60; tests shorten it)", hidden: true),
@@ -112,6 +115,7 @@ public struct ServerConfiguration: Sendable {
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
+        configuration.mediaQuotaMB = try options.integer("media-quota-mb", default: 512, range: 1...1_048_576)
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")
         configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))

@@ -15,6 +15,17 @@ public struct VisitsConfiguration: Sendable {
     /// gate request from the address is refused until the window ends (decision 0013).
     public var gateGuessLimit = 20
     public var gateGuessWindow: TimeInterval = 600
+    /// Photo and voice-message uploads one visitor token may make (over the visit's life).
+    public var uploadsPerVisit = 10
+    /// Realtime tickets one visitor token may take per `visitorTicketWindow`.
+    public var ticketsPerVisit = 30
+    public var visitorTicketWindow: TimeInterval = 600
+    /// Bytes of photos and voice messages a company's visitors may store per 24 h
+    /// (`--media-quota-mb`); with the retention period it bounds a company's disk use.
+    public var mediaBytesPerCompanyPerDay = 512 * 1024 * 1024
+    /// How long after the answer a visitor may still get relay credentials: the longest
+    /// call (`CallSession.Limits.maxDuration`).
+    public var callWindow: TimeInterval = 15 * 60
     public init() {}
 }
 
@@ -247,6 +258,61 @@ public struct VisitService: Sendable {
 
     // MARK: Visitor (visitor token)
 
+    /// What a visitor token opens, read in one query.
+    struct VisitorAccess: Sendable {
+        var visitID: String
+        var companyID: String
+        var status: VisitStatus
+        var answeredAt: Date?
+    }
+
+    static func closed(_ status: VisitStatus) -> HTTPError {
+        HTTPError(status: 409, code: .visitClosed, message: "the visit is already \(status.rawValue)",
+                  details: ["status": .string(status.rawValue)])
+    }
+
+    /// The visit a visitor token opens, with its state; 401 for anything else. A token
+    /// reads its visit for the visit's lifetime; what else it may do depends on the state.
+    func visitorAccess(_ request: HTTPRequest) async throws -> VisitorAccess {
+        let id = try await visitorVisitID(request)
+        let row = try await database.read { db in
+            try db.queryOne("SELECT company_id, status, answered_at FROM visits WHERE id = ?", .text(id))
+        }
+        guard let row, let companyID = row.string("company_id"),
+              let status = row.string("status").flatMap(VisitStatus.init(rawValue:)) else {
+            throw HTTPError.unauthorized("invalid or expired visitor token")
+        }
+        return VisitorAccess(visitID: id, companyID: companyID, status: status, answeredAt: row.date("answered_at"))
+    }
+
+    /// A visitor token that may still follow its visit live (tickets, sockets): the visit
+    /// is not closed, and the token is within its ticket allowance.
+    func visitorLive(_ request: HTTPRequest, takingTicket: Bool) async throws -> VisitorAccess {
+        let access = try await visitorAccess(request)
+        if access.status.isTerminal { throw Self.closed(access.status) }
+        if takingTicket {
+            let decision = try await RateLimiter(database: database).admit(
+                "visitor-ticket:" + access.visitID, max: configuration.ticketsPerVisit,
+                window: configuration.visitorTicketWindow, now: clock.now())
+            if !decision.allowed { throw Self.rateLimited(decision.window) }
+        }
+        return access
+    }
+
+    /// The visit whose call a visitor token may get relay credentials for: only while the
+    /// call is live (the visit answered, within the longest call). A relay credential is
+    /// bandwidth on our TURN server; a token that has no call gets none (409).
+    func visitorLiveCall(_ request: HTTPRequest) async throws -> String {
+        let access = try await visitorAccess(request)
+        guard access.status == .answered, let answeredAt = access.answeredAt,
+              clock.now() < answeredAt.addingTimeInterval(configuration.callWindow) else {
+            throw HTTPError(status: 409, code: .callNotActive,
+                            message: "relay credentials are issued only while a call is live for this visit",
+                            details: ["status": .string(access.status.rawValue)])
+        }
+        return access.visitID
+    }
+
     /// The visit a visitor token opens; 401 for anything else.
     func visitorVisitID(_ request: HTTPRequest) async throws -> String {
         guard let header = request.header("authorization") else {
@@ -294,8 +360,21 @@ public struct VisitService: Sendable {
 
     /// Stores a photo or voice message the visitor uploaded, after sniffing and (photos)
     /// stripping metadata.
+    ///
+    /// Media is evidence a resident decides on: once the visit is answered or resolved it
+    /// is frozen (409 `VISIT_MEDIA_FROZEN`), checked again under the visit's row lock so a
+    /// decision racing the upload wins. Uploads count per token (`uploadsPerVisit`, 429)
+    /// and bytes per company and day (`mediaBytesPerCompanyPerDay`, 507).
     public func visitorUpload(_ request: HTTPRequest, kind: MediaKind) async throws -> PublicVisit {
-        let id = try await visitorVisitID(request)
+        let access = try await visitorAccess(request)
+        let id = access.visitID
+        try Self.checkMediaOpen(access.status)
+        let allowance = try await RateLimiter(database: database).admit(
+            "visitor-upload:" + id, max: configuration.uploadsPerVisit, window: configuration.visitLifetime, now: clock.now())
+        if !allowance.allowed {
+            throw HTTPError(status: 429, code: .rateLimited, message: "this visit has used its \(configuration.uploadsPerVisit) uploads",
+                            headers: [("Retry-After", String(Swift.max(1, allowance.window.retryAfter)))])
+        }
         let field = kind.rawValue
         try require(!request.body.isEmpty, field: field, "the request body must be the \(kind == .photo ? "image" : "audio") bytes")
         let stored: (contentType: String, ext: String, bytes: [UInt8], durationMs: Int?)
@@ -325,15 +404,18 @@ public struct VisitService: Sendable {
         }
         let now = clock.now()
         let mediaID = UUID().uuidString.lowercased()
-        let visitForPath = try await visit(id: id)
-        guard !(visitForPath.status == .cancelled || visitForPath.status == .expired) else {
-            throw HTTPError(status: 409, code: ErrorCode("VISIT_CLOSED"), message: "the visit is already \(visitForPath.status.rawValue)",
-                            details: ["status": .string(visitForPath.status.rawValue)])
-        }
-        let path = try media.write(stored.bytes, companyID: visitForPath.companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
+        let companyID = access.companyID
+        let quota = configuration.mediaBytesPerCompanyPerDay
+        let size = stored.bytes.count
+        // Checked before the file is written (a read), and again in the transaction.
+        let used = try await database.read { db in try Self.mediaBytesToday(db, companyID: companyID, now: now) }
+        if used + size > quota { throw Self.quotaExceeded(quota) }
+        let path = try media.write(stored.bytes, companyID: companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
         do {
             let (visit, replaced, events) = try await database.write { db -> (Visit, String?, [EventRecord]) in
                 guard let row = try VisitStore.lock(db, id: id) else { throw HTTPError.notFound("visit not found") }
+                try Self.checkMediaOpen(row.status)
+                if try Self.mediaBytesToday(db, companyID: companyID, now: now) + size > quota { throw Self.quotaExceeded(quota) }
                 let old = try db.queryOne("SELECT path FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))?.string("path")
                 try db.execute("DELETE FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))
                 try db.execute("""
@@ -356,6 +438,35 @@ public struct VisitService: Sendable {
             media.remove(path)
             throw error
         }
+    }
+
+    /// Media may be added while the visit rings or waits as a pendência; a decision (or
+    /// a resident on the line) freezes it, and a closed visit takes nothing.
+    static func checkMediaOpen(_ status: VisitStatus) throws {
+        switch status {
+        case .ringing, .unanswered:
+            return
+        case .answered, .resolved:
+            throw HTTPError(status: 409, code: .visitMediaFrozen,
+                            message: "the visit is \(status.rawValue): its photo and voice message can no longer change",
+                            details: ["status": .string(status.rawValue)])
+        case .cancelled, .expired:
+            throw closed(status)
+        }
+    }
+
+    /// Bytes of media a company's visitors stored in the 24 h before `now`.
+    static func mediaBytesToday(_ db: any SQLConnection, companyID: String, now: Date) throws -> Int {
+        Int(try db.queryOne("""
+            SELECT COALESCE(SUM(m.byte_size), 0) AS bytes FROM visit_media m JOIN visits v ON v.id = m.visit_id
+            WHERE v.company_id = ? AND m.created_at > ?
+            """, .text(companyID), .date(now.addingTimeInterval(-86_400)))?.int("bytes") ?? 0)
+    }
+
+    static func quotaExceeded(_ quota: Int) -> HTTPError {
+        HTTPError(status: 507, code: .mediaQuotaExceeded,
+                  message: "this building's visitors stored their \(quota / (1024 * 1024)) MiB of photos and voice messages for today",
+                  details: ["quota_bytes": .number(Double(quota))])
     }
 
     // MARK: Residents and operators
