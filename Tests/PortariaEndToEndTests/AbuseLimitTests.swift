@@ -454,3 +454,171 @@ struct VisitorTokenTests {
         }
     }
 }
+
+@Suite("Abuse limits: SMS codes", .serialized)
+struct OTPAbuseTests {
+    static let maria = "+5511999990001"
+
+    /// The code of the latest logged SMS to `phone` (no --sms-webhook: codes are logged).
+    static func loggedCode(_ server: TestServer, phone: String, after skip: Int = 0) async throws -> String {
+        var code: String?
+        _ = await eventually(within: .seconds(5)) {
+            let lines = server.log.split(separator: "\n").filter { $0.contains("\"to\":\"\(phone)\"") && $0.contains("sms") }
+            guard lines.count > skip, let line = lines.last,
+                  let range = line.range(of: #"\d{6}"#, options: .regularExpression) else { return false }
+            code = String(line[range])
+            return true
+        }
+        return try #require(code, "no SMS to \(phone) in the log")
+    }
+
+    static func send(_ server: TestServer, _ phone: String, from address: String? = nil) async throws -> RawResponse {
+        var headers = [("Content-Type", "application/json")]
+        if let address { headers.append(("X-Forwarded-For", address)) }
+        return try await server.request("POST", "/v1/auth/otp/send", headers: headers, body: Array(#"{"phone":"\#(phone)"}"#.utf8))
+    }
+
+    static func verify(_ server: TestServer, _ phone: String, _ code: String) async throws -> RawResponse {
+        try await server.postJSON("/v1/auth/otp/verify", #"{"phone":"\#(phone)","code":"\#(code)"}"#)
+    }
+
+    @Test("SMS bombing: a phone's second code waits (429 + Retry-After ≤ 30 s) and its codes stop at 10 a day")
+    func sendsBackOffAndStopForTheDay() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            #expect(try await Self.send(server, Self.maria).status == 202)
+            let again = try await Self.send(server, Self.maria)
+            #expect(again.status == 429)
+            #expect((1...30).contains(Int(again.header("retry-after") ?? "") ?? 0), "Retry-After \(again.header("retry-after") ?? "none")")
+            // An unknown phone is answered the same way.
+            #expect(try await Self.send(server, "+5511900001111").status == 202)
+            #expect(try await Self.send(server, "+5511900001111").status == 429)
+        }
+        // Without the gap (a test knob), the daily cap stops the eleventh, from any address.
+        try await TestServer.with(["--demo", "--otp-resend-gap-seconds", "0", "--trusted-proxies", "127.0.0.1"]) { server in
+            for index in 1...10 {
+                #expect(try await Self.send(server, Self.maria, from: "198.51.100.\(index)").status == 202, "send \(index)")
+            }
+            let eleventh = try await Self.send(server, Self.maria, from: "203.0.113.9")
+            #expect(eleventh.status == 429)
+            #expect((Int(eleventh.header("retry-after") ?? "") ?? 0) > 80_000, "Retry-After \(eleventh.header("retry-after") ?? "none")")
+        }
+    }
+
+    @Test("brute force: after the phone's daily count of wrong codes, even the right code is refused (429) and no new code is sent")
+    func lockoutAfterWrongCodes() async throws {
+        // Defaults: ten wrong codes a day per phone, then 429 for the rest of the day.
+        try await TestServer.with(["--demo"]) { server in
+            for attempt in 1...10 {
+                #expect(try await Self.verify(server, Self.maria, String(format: "%06d", attempt * 7919)).status == 401, "guess \(attempt)")
+            }
+            let locked = try await Self.verify(server, Self.maria, "123456")
+            #expect(locked.status == 429)
+            #expect((Int(locked.header("retry-after") ?? "") ?? 0) > 80_000)
+            #expect(try await Self.send(server, Self.maria).status == 429)
+        }
+        // With a smaller count (a test knob) a live code is still there when it locks.
+        try await TestServer.with(["--demo", "--otp-failures-per-day", "3"]) { server in
+            #expect(try await Self.send(server, Self.maria).status == 202)
+            let code = try await Self.loggedCode(server, phone: Self.maria)
+            let wrong = code == "000000" ? "111111" : "000000"
+            for attempt in 1...3 {
+                let response = try await Self.verify(server, Self.maria, wrong)
+                #expect(response.status == 401, "wrong code \(attempt)")
+            }
+            let right = try await Self.verify(server, Self.maria, code)
+            #expect(right.status == 429)
+            #expect(try right.errorEnvelope().code == .rateLimited)
+            #expect((Int(right.header("retry-after") ?? "") ?? 0) > 80_000)
+            #expect(try await Self.send(server, Self.maria).status == 429)
+            // Another phone is not affected.
+            #expect(try await Self.send(server, "+5511999990002").status == 202)
+        }
+    }
+
+    /// Timing cannot be compared reliably on a shared machine, so the test makes the one
+    /// difference between the two kinds of phone — storing a code — take seconds: it locks
+    /// `otp_codes` on PostgreSQL. The answer must not wait for it.
+    @Test("timing: the answer to a send never waits on work that depends on the phone being registered (code table locked, 202 still at once)",
+          .enabled(if: SecurityPostgres.url != nil, "needs PostgreSQL (make test runs under scripts/with-postgres)"))
+    func sendAnswersBeforeStoringTheCode() async throws {
+        let database = try #require(try SecurityPostgres.createDatabase())
+        defer { database.drop() }
+        try await TestServer.with(["--demo", "--database", database.url]) { server in
+            let locker = try SecurityPostgres.start(database.url, """
+                BEGIN;
+                LOCK TABLE otp_codes IN ACCESS EXCLUSIVE MODE;
+                SELECT pg_sleep(5);
+                COMMIT;
+                """)
+            let locked = await eventually(within: .seconds(10)) {
+                (try? SecurityPostgres.query(database.url, """
+                    SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                    WHERE c.relname = 'otp_codes' AND l.mode = 'AccessExclusiveLock' AND l.granted
+                    """)) == "1"
+            }
+            try #require(locked, "the lock on otp_codes was not taken")
+            for phone in [Self.maria, "+5511900002222"] {
+                let started = ContinuousClock.now
+                let response = try await Self.send(server, phone)
+                let elapsed = ContinuousClock.now - started
+                #expect(response.status == 202)
+                #expect(elapsed < .seconds(2), "\(phone): the answer took \(elapsed) while the code table was locked")
+            }
+            #expect(!server.log.contains("SMS not sent"), "a code was stored while otp_codes was locked")
+            _ = await waitForExit(locker, within: .seconds(15))
+            // Once the table is free the code is stored and sent, and it works.
+            let code = try await Self.loggedCode(server, phone: Self.maria)
+            #expect(try await Self.verify(server, Self.maria, code).status == 200)
+        }
+    }
+}
+
+/// The run's PostgreSQL (`scripts/with-postgres`), driven with psql.
+enum SecurityPostgres {
+    static var url: String? {
+        let value = ProcessInfo.processInfo.environment["PORTARIA_TEST_POSTGRES_URL"]
+        return value?.isEmpty == false ? value : nil
+    }
+
+    static var psqlPath: String { (ProcessInfo.processInfo.environment["PG_BIN"] ?? "/usr/lib/postgresql/15/bin") + "/psql" }
+
+    /// Starts psql on `script` (stdin) without waiting for it.
+    static func start(_ url: String, _ script: String) throws -> Process {
+        let directory = try makeTemporaryDirectory("psql")
+        let path = directory.appendingPathComponent("script.sql")
+        try Data(script.utf8).write(to: path)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: psqlPath)
+        process.arguments = [url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", path.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// The first column of the first row of `sql`, as text.
+    static func query(_ url: String, _ sql: String) throws -> String {
+        let directory = try makeTemporaryDirectory("psql")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outPath = directory.appendingPathComponent("out").path
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: psqlPath)
+        process.arguments = [url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw HarnessError("psql failed: \(sql.prefix(80))") }
+        return ((try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A new, empty database on the run's cluster and a way to drop it.
+    static func createDatabase() throws -> (url: String, drop: @Sendable () -> Void)? {
+        guard let base = url, var components = URLComponents(string: base) else { return nil }
+        let name = "portaria_security_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
+        _ = try query(base, "CREATE DATABASE \(name)")
+        components.path = "/" + name
+        return (components.string!, { _ = try? query(base, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") })
+    }
+}

@@ -45,6 +45,7 @@ public final class Application: Sendable {
         }
         var auth = AuthService(database: database, secrets: secrets, sms: sms,
                                loginLimitPerAccount: configuration.loginLimit, log: log)
+        auth.otpLimits = configuration.otpLimits
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
         let push = try Self.pushProviders(configuration, log: log)

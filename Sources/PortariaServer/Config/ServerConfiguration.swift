@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var retentionDays = 90
     /// MiB of photos and voice messages one company's visitors may store per 24 h.
     public var mediaQuotaMB = 512
+    /// SMS-code limits per phone (`AuthService.OTPLimits`); the CLI knobs are for tests.
+    public var otpLimits = AuthService.OTPLimits()
     /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
     public var benchRoutes = false
     /// Realtime sockets one user may hold (`RealtimeLimits.connectionsPerUser`). Raised only by
@@ -73,6 +75,8 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("push-lease-seconds", help: "push job lease (default 60; tests shorten it)", hidden: true),
+        OptionSpec("otp-resend-gap-seconds", help: "wait before a phone's second SMS code of the day, doubling after (default 30; 0 for tests)", hidden: true),
+        OptionSpec("otp-failures-per-day", help: "wrong SMS codes per phone per 24 h before lockout (default 10)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
         OptionSpec("realtime-connections-per-user", help: "realtime sockets per user (default 10; make bench raises it)", hidden: true),
     ]
@@ -116,6 +120,8 @@ public struct ServerConfiguration: Sendable {
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.mediaQuotaMB = try options.integer("media-quota-mb", default: 512, range: 1...1_048_576)
+        configuration.otpLimits.firstResendGap = TimeInterval(try options.integer("otp-resend-gap-seconds", default: 30, range: 0...3600))
+        configuration.otpLimits.failuresPerPhonePerDay = try options.integer("otp-failures-per-day", default: 10, range: 1...1000)
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")
         configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))

@@ -243,14 +243,21 @@ struct AuthServiceTests {
         }
     }
 
-    @Test("SMS sends are limited per phone", arguments: backends)
+    @Test("SMS sends are limited per phone: a gap after each send, a daily cap", arguments: backends)
     func otpSendLimit(backend: Backend) async throws {
         try await AuthFixture.with(backend) { fixture in
-            for index in 0..<AuthService.otpSendsPerPhone {
-                try await fixture.auth.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.0.\(index)")
-            }
+            try await fixture.auth.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.0.1")
             let limited = await httpError { try await fixture.auth.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.1.1") }
             #expect(limited?.status == 429)
+            #expect(limited?.headers.first { $0.0 == "Retry-After" }.flatMap { Int($0.1) }.map { (1...30).contains($0) } == true)
+            var gapless = fixture.auth
+            gapless.otpLimits.firstResendGap = 0
+            for index in 1..<gapless.otpLimits.sendsPerPhonePerDay {
+                try await gapless.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.2.\(index)")
+            }
+            let daily = await httpError { try await gapless.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.3.1") }
+            #expect(daily?.status == 429)
+            #expect(daily?.headers.first { $0.0 == "Retry-After" }.flatMap { Int($0.1) }.map { $0 > 80_000 } == true)
             #expect(await httpError { try await fixture.auth.sendOTP(OTPSendRequest(phone: "12"), clientAddress: "x") }?.body.field == "phone")
             #expect(await httpError { _ = try await fixture.auth.verifyOTP(OTPVerifyRequest(phone: "+5511999990001", code: "12ab56"), clientAddress: "x") }?.body.field == "code")
         }
