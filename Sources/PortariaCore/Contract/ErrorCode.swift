@@ -46,6 +46,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     /// The building's visitors stored their daily allowance of photos and voice messages.
     public static let mediaQuotaExceeded = ErrorCode("MEDIA_QUOTA_EXCEEDED")
 
+    // Devices
+    /// The user has as many devices as allowed and none of them is stale.
+    public static let deviceLimitReached = ErrorCode("DEVICE_LIMIT_REACHED")
+
     // Calls
     /// Relay (TURN) credentials for a visitor exist only while a call is live.
     public static let callNotActive = ErrorCode("CALL_NOT_ACTIVE")

@@ -150,11 +150,20 @@ public struct Directory: Sendable {
         return id
     }
 
-    public func setPassword(user: String, password: String) async throws {
+    /// Sets a user's password and ends every session they have, in one transaction: a
+    /// password is changed because it may be known to someone else, who must not keep a
+    /// session opened with it. Access tokens stop at their next request (the session is
+    /// checked on each), refresh tokens with their session; live sockets within 10 s.
+    /// Returns the number of sessions ended.
+    @discardableResult
+    public func setPassword(user: String, password: String, now: Date = Date()) async throws -> Int {
         if let problem = PasswordHasher.validate(password) { throw DirectoryError(problem) }
         let hash = await hasher.hash(password)
-        try await database.write { db in
+        return try await database.write { db in
             try db.execute("UPDATE users SET password_hash = ? WHERE id = ?", .text(hash), .text(user))
+            return try db.execute("""
+                UPDATE sessions SET revoked_at = ?, revoked_reason = 'password_changed' WHERE user_id = ? AND revoked_at IS NULL
+                """, .date(now), .text(user))
         }
     }
 

@@ -66,24 +66,54 @@ public struct AuthService: Sendable {
     /// so this is wider than the per-account limit.
     var loginLimitPerIP: Int { loginLimitPerAccount * 10 }
 
+    /// The first step-up pause; it doubles with each further `loginLimitPerAccount`
+    /// failures of the account in the window, up to `maxStepUpDelay`.
+    public var stepUpDelay: Duration = .seconds(1)
+    public static let maxStepUpDelay: Duration = .seconds(8)
+
     // MARK: Password login
 
+    /// Password login, throttled three ways (decision 0013):
+    /// - per (account, address): `loginLimitPerAccount` failures per 15 min, then 429 from
+    ///   that address only — a stranger who knows a username cannot lock its owner out;
+    /// - per address: 10 × that, then 429 (one source guessing many accounts);
+    /// - per account, across addresses: past `loginLimitPerAccount` failures the account
+    ///   is *stepped up*, not refused: every attempt on it waits before its password is
+    ///   checked (1 s, doubling up to 8 s), so the owner still gets in with the right
+    ///   password from anywhere while guessing gets slower.
+    /// Limits are checked with reads first (a refused attempt writes nothing), then the
+    /// attempt is counted in one commit before the password check, so parallel guesses
+    /// cannot outrun the count; a success takes its attempt back.
     public func login(_ body: LoginRequest, clientAddress: String) async throws -> LoginResponse {
         try require(!body.username.isEmpty, field: "username", "username is required")
         try require(body.username.utf8.count <= 128, field: "username", "username is too long")
         try require(!body.password.isEmpty, field: "password", "password is required")
         try require(body.password.utf8.count <= 1024, field: "password", "password is too long")
         let username = body.username.lowercased()
+        let pairBucket = "login:user-ip:" + username + "|" + clientAddress
         let accountBucket = "login:user:" + username
         let ipBucket = "login:ip:" + clientAddress
+        let pairLimit = loginLimitPerAccount
+        let ipLimit = loginLimitPerIP
 
-        // Count the attempt *before* the (slow, queued) password check: a check-then-count
-        // would let hundreds of parallel guesses through before the first failure lands.
-        // A success then takes its attempt back, so only failures stay counted.
         let at = now()
-        for (bucket, limit) in [(accountBucket, loginLimitPerAccount), (ipBucket, loginLimitPerIP)] {
-            let window = try await limiter.hit(bucket, window: Self.loginWindow, now: at)
-            if window.count > limit { throw Self.rateLimited(retryAfter: window.retryAfter) }
+        for (bucket, limit) in [(pairBucket, pairLimit), (ipBucket, ipLimit)] {
+            let seen = try await limiter.peek(bucket, window: Self.loginWindow, now: at)
+            if seen.count >= limit { throw Self.rateLimited(retryAfter: seen.retryAfter) }
+        }
+        let accountFailures = try await database.write { db -> Int in
+            let pair = try RateLimiter.hit(db, pairBucket, window: Self.loginWindow, now: at)
+            let address = try RateLimiter.hit(db, ipBucket, window: Self.loginWindow, now: at)
+            // A parallel guess that got past the reads above: refused, and not counted.
+            if pair.count > pairLimit { throw Self.rateLimited(retryAfter: pair.retryAfter) }
+            if address.count > ipLimit { throw Self.rateLimited(retryAfter: address.retryAfter) }
+            return try RateLimiter.hit(db, accountBucket, window: Self.loginWindow, now: at).count
+        }
+        if accountFailures > loginLimitPerAccount {
+            let doublings = min((accountFailures - 1) / loginLimitPerAccount - 1, 3)
+            let pause = min(stepUpDelay * (1 << doublings), Self.maxStepUpDelay)
+            log.info("login step-up: account has many failed logins", ["pause_ms": .number(Double(pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000))])
+            try await Task.sleep(for: pause)
         }
 
         let user = try await accounts.user(username: username)
@@ -93,8 +123,12 @@ public struct AuthService: Sendable {
             log.info("login failed", ["ip": .string(clientAddress)])
             throw HTTPError(status: 401, code: .invalidCredentials, message: "usuário ou senha inválidos")
         }
-        try await limiter.undo(ipBucket)
-        try await limiter.reset(accountBucket)
+        try await database.write { db in
+            try db.execute("DELETE FROM rate_limits WHERE bucket = ?", .text(pairBucket))
+            for bucket in [ipBucket, accountBucket] {
+                try db.execute("UPDATE rate_limits SET count = count - 1 WHERE bucket = ? AND count > 0", .text(bucket))
+            }
+        }
         return try await issueSession(for: user)
     }
 

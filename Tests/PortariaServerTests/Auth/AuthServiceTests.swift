@@ -109,25 +109,41 @@ struct AuthServiceTests {
         }
     }
 
-    @Test("failed logins past the limit get 429 with Retry-After, per account", arguments: backends)
+    @Test("failed logins past the limit get 429 with Retry-After, per account and address", arguments: backends)
     func throttling(backend: Backend) async throws {
         try await AuthFixture.with(backend, loginLimit: 3) { fixture in
             for _ in 0..<3 {
                 let error = await httpError { _ = try await fixture.auth.login(LoginRequest(username: "joao", password: "nope-nope"), clientAddress: "10.1.1.1") }
                 #expect(error?.status == 401)
             }
-            // Even the right password is refused while throttled.
-            let throttled = await httpError { _ = try await fixture.auth.login(LoginRequest(username: "joao", password: "demo1234"), clientAddress: "10.1.1.2") }
+            // That address is done with this account for now, even with the right password.
+            let throttled = await httpError { _ = try await fixture.auth.login(LoginRequest(username: "joao", password: "demo1234"), clientAddress: "10.1.1.1") }
             #expect(throttled?.status == 429)
             #expect(throttled?.body.code == .rateLimited)
             let retryAfter = Int(throttled?.headers.first { $0.0 == "Retry-After" }?.1 ?? "") ?? 0
             #expect(retryAfter > 0 && retryAfter <= 900)
-            // Another account is unaffected.
-            _ = try await fixture.auth.login(LoginRequest(username: "ana", password: "demo1234"), clientAddress: "10.1.1.3")
+            // Another account from that address is unaffected.
+            _ = try await fixture.auth.login(LoginRequest(username: "ana", password: "demo1234"), clientAddress: "10.1.1.1")
         }
     }
 
-    @Test("parallel guesses cannot outrun the limit: at most N are checked", arguments: backends)
+    @Test("a known username cannot be locked out: after failures elsewhere, the right password from a new address gets in after a step-up pause", arguments: backends)
+    func stepUpInsteadOfLockout(backend: Backend) async throws {
+        try await AuthFixture.with(backend, loginLimit: 3) { fixture in
+            var auth = fixture.auth
+            auth.stepUpDelay = .milliseconds(300)
+            for index in 0..<6 {
+                let error = await httpError { _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.4.0.\(index % 2)") }
+                #expect(error?.status == 401, "guess \(index)")
+            }
+            let started = ContinuousClock.now
+            let body = try await auth.login(LoginRequest(username: "joao", password: "demo1234"), clientAddress: "10.4.9.9")
+            #expect(!body.jwtToken.isEmpty)
+            #expect(ContinuousClock.now - started >= .milliseconds(300), "the account under attack was not stepped up")
+        }
+    }
+
+    @Test("parallel guesses from one address cannot outrun the limit: at most N are checked", arguments: backends)
     func parallelGuesses(backend: Backend) async throws {
         try await AuthFixture.with(backend, loginLimit: 3) { fixture in
             let auth = fixture.auth
@@ -135,7 +151,7 @@ struct AuthServiceTests {
                 for index in 0..<20 {
                     group.addTask {
                         do {
-                            _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.9.0.\(index)")
+                            _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.9.0.1")
                             return 200
                         } catch let error as HTTPError { return error.status } catch { return 0 }
                     }
