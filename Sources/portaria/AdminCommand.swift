@@ -15,7 +15,7 @@ enum AdminCommand {
           grant          --user U --company C --permission P
           set-password   --user U --password-file F   (or PORTARIA_PASSWORD in the environment); ends U's sessions
           set-ring-order --company C --unit L --users u1,u2
-          rotate-jwt-key
+          rotate-jwt-key [--secrets-key-file F]   (needed when the database's secrets are wrapped)
           push-test      --user U [--text T]   sends a test push to each of U's devices (APNs/FCM options as for serve)
           list           companies|users|units|gates|sectors|memberships
         C, U, S and L may be ids or names; permissions: \(Permission.catalogue.sorted().joined(separator: ", "))
@@ -34,7 +34,7 @@ enum AdminCommand {
         OptionSpec("units", help: ""), OptionSpec("sectors", help: ""), OptionSpec("permission", help: ""),
         OptionSpec("unit", help: ""), OptionSpec("users", help: ""), OptionSpec("text", help: ""),
         OptionSpec("provider", help: "", hidden: true), OptionSpec("count", help: "", hidden: true),
-        OptionSpec("concurrency", help: "", hidden: true),
+        OptionSpec("concurrency", help: "", hidden: true), OptionSpec("secrets-key-file", help: ""),
     ] + ServerConfiguration.serveOptions.filter { pushOptionNames.contains($0.name) }
 
     /// The serve options `push-test` shares, read from the environment like serve does.
@@ -49,7 +49,7 @@ enum AdminCommand {
         // Only the database URL is read from the environment here: a stray PORTARIA_NAME must
         // not silently fill an admin option.
         var environment: [String: String] = [:]
-        var keys = ["PORTARIA_DATABASE", "PORTARIA_PASSWORD"]
+        var keys = ["PORTARIA_DATABASE", "PORTARIA_PASSWORD", "PORTARIA_SECRETS_KEY_FILE"]
         keys += pushOptionNames.map { "PORTARIA_" + $0.uppercased().replacingOccurrences(of: "-", with: "_") }
         for key in keys { environment[key] = ProcessInfo.processInfo.environment[key] }
         let options = try ParsedOptions.parse(Array(arguments.dropFirst()), specs: specs, environment: environment)
@@ -145,7 +145,8 @@ enum AdminCommand {
                 try await directory.setRingOrder(unit: unit, users: users)
                 report("ring order set", ["unit_id": .string(unit), "users": .array(users.map(JSONValue.string))])
             case "rotate-jwt-key":
-                let id = try await ServiceSecrets.rotate(database)
+                let key = try options.value("secrets-key-file").map { try SecretsKey.load(path: $0) }
+                let id = try await ServiceSecrets.rotate(database, key: key)
                 report("new signing key \(id); restart instances to sign with it", ["kid": .string(id)])
             case "push-test":
                 return try await pushTest(database: database, directory: directory, configuration: configuration,
@@ -169,6 +170,9 @@ enum AdminCommand {
                 throw UsageError("unknown admin action '\(action)' (try portaria admin help)")
             }
         } catch let error as Directory.DirectoryError {
+            CommandLineTool.fail("portaria admin \(action): \(error.description)")
+            return 65
+        } catch let error as SecretsError {
             CommandLineTool.fail("portaria admin \(action): \(error.description)")
             return 65
         }

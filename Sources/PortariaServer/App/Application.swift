@@ -34,7 +34,8 @@ public final class Application: Sendable {
         if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
 
         if configuration.seedDemo { try await DemoData.seedIfEmpty(database, log: log) }
-        let secrets = try await ServiceSecrets.loadOrCreate(database)
+        for warning in configuration.warnings { log.warning(warning) }
+        let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile, log: log)
         let outbound = OutboundHTTPClient(caFile: configuration.caFile)
         let sms: any SmsSender
         if let webhook = configuration.smsWebhook {

@@ -18,6 +18,10 @@ public struct ServerConfiguration: Sendable {
     public var smsWebhook: String?
     public var turnURL: String?
     public var turnSecret: String?
+    /// The key that wraps the secrets kept in the database (`--secrets-key-file`).
+    public var secretsKeyFile: String?
+    /// Things worth a warning at startup (a secret given on the command line, …).
+    public var warnings: [String] = []
     /// Proxies whose `X-Forwarded-For` is believed (addresses or IPv4 CIDR blocks).
     public var trustedProxies: [String] = []
     /// Browser origins allowed to open `/v1/realtime` besides the server's own.
@@ -64,7 +68,9 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("ca-file", help: "extra CA bundle for outbound TLS"),
         OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
         OptionSpec("turn-url", help: "TURN relay for video calls: turn:host[:port] or turns:host[:port]"),
-        OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret"),
+        OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret (prefer --turn-secret-file or the environment: ps shows arguments)"),
+        OptionSpec("turn-secret-file", help: "file holding the coturn shared secret (first line)"),
+        OptionSpec("secrets-key-file", help: "32-byte key (raw, hex or base64) that wraps the JWT keys and OTP pepper in the database"),
         OptionSpec("trusted-proxies", help: "comma-separated proxy addresses/CIDRs whose X-Forwarded-For names the client"),
         OptionSpec("allowed-origins", help: "comma-separated browser origins allowed on /v1/realtime besides this server's own"),
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
@@ -108,6 +114,13 @@ public struct ServerConfiguration: Sendable {
         configuration.smsWebhook = options.value("sms-webhook")
         configuration.turnURL = options.value("turn-url")
         configuration.turnSecret = options.value("turn-secret")
+        if let file = options.value("turn-secret-file") {
+            guard options.value("turn-secret") == nil else { throw UsageError("give --turn-secret-file or --turn-secret, not both") }
+            configuration.turnSecret = try SecretFile.read(file, option: "--turn-secret-file")
+        } else if options.fromCommandLine.contains("turn-secret") {
+            configuration.warnings.append("--turn-secret on the command line is visible to every user of this machine (ps); use --turn-secret-file or PORTARIA_TURN_SECRET")
+        }
+        configuration.secretsKeyFile = options.value("secrets-key-file")
         configuration.trustedProxies = (options.value("trusted-proxies") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         do { _ = try TrustedProxies(configuration.trustedProxies) } catch let error as ServerStartError {
