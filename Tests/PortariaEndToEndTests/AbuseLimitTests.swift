@@ -351,7 +351,7 @@ struct VisitorTokenTests {
         }
     }
 
-    @Test("a visitor token has 10 uploads and 30 realtime tickets per 10 minutes; past that 429 with Retry-After")
+    @Test("a visitor token has 10 uploads for its visit and 30 realtime tickets per 10 minutes; past that 429 with Retry-After")
     func uploadsAndTicketsPerToken() async throws {
         try await TestServer.with(["--demo"]) { server in
             let (_, token) = try await R.ring(server)
