@@ -111,10 +111,16 @@ struct CallSignalingTests {
         }
     }
 
-    @Test("the gate page gets ICE servers with its visitor token; a forged one is 401")
+    @Test("the gate page gets ICE servers with its visitor token once its call is live; a forged one is 401")
     func visitorICEServers() async throws {
         try await TestServer.with(["--demo"]) { server in
-            let (_, visitorToken) = try await R.ring(server)
+            let (visit, visitorToken) = try await R.ring(server)
+            let maria = try await R.login(server, "maria")
+            let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
+                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+                body: Array("{}".utf8))
+            #expect(answered.status == 200, "\(answered.text)")
             let answer = try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer \(visitorToken)")])
             #expect(answer.status == 200)
             #expect(answer.header("cache-control") == "no-store")

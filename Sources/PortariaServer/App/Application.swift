@@ -60,7 +60,8 @@ public final class Application: Sendable {
         if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
 
         if configuration.seedDemo { try await DemoData.seedIfEmpty(database, log: log) }
-        let secrets = try await ServiceSecrets.loadOrCreate(database)
+        for warning in configuration.warnings { log.warning(warning) }
+        let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile, log: log)
         let outbound = OutboundHTTPClient(caFile: configuration.caFile)
         let sms: any SmsSender
         if let webhook = configuration.smsWebhook {
@@ -71,6 +72,7 @@ public final class Application: Sendable {
         }
         var auth = AuthService(database: database, secrets: secrets, sms: sms,
                                loginLimitPerAccount: configuration.loginLimit, log: log)
+        auth.otpLimits = configuration.otpLimits
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
         let push = try Self.pushProviders(configuration, log: log)
@@ -98,6 +100,7 @@ public final class Application: Sendable {
         visitsConfiguration.gateLimit = configuration.gateLimit
         visitsConfiguration.dataDirectory = configuration.dataDirectory
         visitsConfiguration.retentionDays = configuration.retentionDays
+        visitsConfiguration.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
         visits = VisitsModule(database: database, authenticator: authenticator, configuration: visitsConfiguration, log: log)
         visits.register(on: router)
 
@@ -132,7 +135,7 @@ public final class Application: Sendable {
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         let visitService = visits.service
         CallRoutes(iceServers: iceServers, authenticator: authenticator,
-                   visitorVisit: { request in try await visitService.visitorVisitID(request) }).register(on: router)
+                   visitorVisit: { request in try await visitService.visitorLiveCall(request) }).register(on: router)
         RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
                        authenticator: authenticator, visits: visits.service,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)

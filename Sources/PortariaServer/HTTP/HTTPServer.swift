@@ -52,6 +52,15 @@ public final class HTTPServer: @unchecked Sendable {
     let upgrades = Locked(UpgradeLedger())
     /// Body bytes currently buffered by all requests (see `maxBufferedBodyBytes`).
     let bufferedBodyBytes = Locked(0)
+    /// Connections suspended while their handler runs, and whether the daemon is stopping.
+    /// libmicrohttpd aborts the process if it is stopped with a connection suspended, and
+    /// a resume after the stop would touch freed memory: both are decided under this lock.
+    let handlers = Locked(HandlerState())
+    struct HandlerState {
+        var suspended: [ObjectIdentifier: (context: RequestContext, connection: ConnectionHandle)] = [:]
+        var daemonStopped = false
+        var running: Int { suspended.count }
+    }
     private var daemon: OpaquePointer?
     private let state = Locked<State>(.idle)
     /// The listening socket between `bind()` and `start()` (ours to close until libmicrohttpd
@@ -188,9 +197,9 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Stops accepting, lets in-flight requests finish (up to `gracePeriod`), then closes
-    /// every socket.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+    /// Stops accepting, lets in-flight requests finish (up to `gracePeriod`; handlers that
+    /// are still running up to `handlerGrace` more), then closes every socket.
+    public func shutdown(gracePeriod: Duration = .seconds(10), handlerGrace: Duration = .seconds(30)) async {
         let proceed = state.withLock { state -> Bool in
             guard state == .running else { return false }
             state = .draining
@@ -205,6 +214,34 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let abandoned = inFlight.current
         if abandoned > 0 { log.warning("shutdown: requests still running after grace period", ["count": .number(Double(abandoned))]) }
+        // Requests still *receiving* are simply closed, but a handler that is running will
+        // resume its connection when it finishes: wait for those (each is bounded by its
+        // own timeouts), up to `handlerGrace` more. Past that, the flag set with the stop
+        // keeps a late handler from resuming a connection the daemon has freed.
+        let handlerDeadline = ContinuousClock.now + handlerGrace
+        var waited = false
+        while handlers.current.running > 0 && ContinuousClock.now < handlerDeadline {
+            if !waited { log.warning("shutdown: waiting for running handlers", ["count": .number(Double(handlers.current.running))]) }
+            waited = true
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        // Whatever still runs is answered 503 now and its connection resumed, so none is
+        // left suspended; the late handler then finds its entry gone and does nothing.
+        let forced = handlers.withLock { state -> Int in
+            state.daemonStopped = true
+            for (context, connection) in state.suspended.values {
+                context.response = HTTPError(status: 503, code: .serviceUnavailable, message: "the server is shutting down").response
+                MHD_resume_connection(connection.pointer)
+            }
+            defer { state.suspended.removeAll() }
+            return state.suspended.count
+        }
+        if forced > 0 { log.warning("shutdown: handlers still running were answered 503", ["count": .number(Double(forced))]) }
+        // Let the answers just handed over (awaited or forced) reach their clients.
+        let drain = ContinuousClock.now + .seconds(1)
+        while (waited || forced > 0) && inFlight.current > 0 && ContinuousClock.now < drain {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         let unreleased = upgrades.withLock { ledger -> Int in
             ledger.daemonStopped = true
             return ledger.open
@@ -226,6 +263,16 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
+    /// Records a connection about to be suspended for its handler; false when the daemon
+    /// is stopping (the caller answers at once instead of suspending).
+    func suspending(_ context: RequestContext, _ connection: ConnectionHandle) -> Bool {
+        handlers.withLock { state in
+            guard !state.daemonStopped else { return false }
+            state.suspended[ObjectIdentifier(context)] = (context, connection)
+            return true
+        }
+    }
+
     func releaseBodyBytes(_ count: Int) {
         guard count > 0 else { return }
         bufferedBodyBytes.withLock { $0 -= count }
@@ -242,6 +289,17 @@ public final class HTTPServer: @unchecked Sendable {
         upgrades.withLock { ledger in
             ledger.open -= 1
             if !ledger.daemonStopped { release() }
+        }
+    }
+
+    /// A handler's answer is ready: hand it over and resume the connection — unless
+    /// shutdown already answered it (checked and done under one lock).
+    func handlerFinished(_ context: RequestContext, response: HTTPResponse, route: String) {
+        handlers.withLock { state in
+            guard let entry = state.suspended.removeValue(forKey: ObjectIdentifier(context)) else { return }
+            context.route = route
+            context.response = response
+            MHD_resume_connection(entry.connection.pointer)
         }
     }
 

@@ -235,13 +235,15 @@ func portariaAccessHandler(
     }
     guard !context.handlerStarted else { return portaria_mhd_yes }
     context.handlerStarted = true
-    MHD_suspend_connection(connection)
     let handle = ConnectionHandle(pointer: connection)
+    guard server.suspending(context, handle) else {
+        return queue(HTTPError(status: 503, code: .serviceUnavailable, message: "the server is shutting down").response,
+                     on: connection, context: context)
+    }
+    MHD_suspend_connection(connection)
     Task {
         let (response, route) = await server.respond(to: context.request)
-        context.route = route
-        context.response = response
-        MHD_resume_connection(handle.pointer)
+        server.handlerFinished(context, response: response, route: route)
     }
     return portaria_mhd_yes
 }

@@ -266,6 +266,18 @@ private final class FeedState {
         connection.send(text: JSONValue.object(["type": .string("subscribed"),
                                                 "seq": .number(Double(member.lastDelivered))]).jsonText)
         if let peer = member.peer { try await perform(await calls.participantJoined(peer)) }
+        // A visit that closed between the ticket check and this join: the replay (if any)
+        // is queued, then the visitor's socket closes as it would have at the event.
+        if case .visitor(let visitID) = subscriber.role, try await visitIsClosed(visitID) {
+            await closeVisitorSockets(visitID: visitID, companyID: companyID)
+        }
+    }
+
+    func visitIsClosed(_ visitID: String) async throws -> Bool {
+        let status = try await database.read { db in
+            try db.queryOne("SELECT status FROM visits WHERE id = ?", .text(visitID))?.string("status")
+        }
+        return status.flatMap(VisitStatus.init(rawValue:))?.isTerminal ?? true
     }
 
     /// The newest seq the log holds for a company.
@@ -348,8 +360,19 @@ private final class FeedState {
             }
         case "visit.resolved", "visit.cancelled", "visit.expired":
             try await perform(await calls.close(visitID: visitID))
+            await closeVisitorSockets(visitID: visitID, companyID: event.companyID)
         default:
             break
+        }
+    }
+
+    /// A visitor token follows its visit only while it is open: once the closing frame
+    /// is queued (delivery runs before this), the gate page's sockets close normally.
+    func closeVisitorSockets(visitID: String, companyID: String) async {
+        guard let members = companies[companyID]?.members.values else { return }
+        for member in members where member.subscriber.role == .visitor(visitID: visitID) {
+            member.connection.close(code: .normal, reason: "visit closed")
+            await leave(member.connection)
         }
     }
 
