@@ -173,7 +173,7 @@ struct AuthorizationMatrixTests {
                         body = sampleJPEG()
                         headers.append(("Content-Type", "image/jpeg"))
                     case "ogg"?:
-                        body = VisitorTokenTests.ogg(seconds: 2)
+                        body = SecuritySuites.VisitorTokenTests.ogg(seconds: 2)
                         headers.append(("Content-Type", "audio/ogg"))
                     default:
                         if var text = row.body {
