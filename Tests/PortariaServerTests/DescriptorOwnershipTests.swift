@@ -87,7 +87,7 @@ struct DescriptorOwnershipTests {
                             var open: [WebSocketClientConnection] = []
                             for index in 0..<4 {
                                 let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: WebSocketTests.loop,
-                                                                               timeout: .seconds(5))
+                                                                               timeout: .seconds(60))
                                 client.send(text: "hello \(index)")
                                 var iterator = client.events.makeAsyncIterator()
                                 guard case .text("hello \(index)") = await iterator.next() else {
