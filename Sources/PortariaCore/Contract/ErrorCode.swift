@@ -40,4 +40,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let idempotencyKeyMismatch = ErrorCode("IDEMPOTENCY_KEY_MISMATCH")
     public static let requestInProgress = ErrorCode("REQUEST_IN_PROGRESS")
     public static let visitAlreadyResolved = ErrorCode("VISIT_ALREADY_RESOLVED")
+    /// Another resident picked up first (answer, decline).
+    public static let visitAlreadyAnswered = ErrorCode("VISIT_ALREADY_ANSWERED")
+    /// The visit was cancelled by the visitor or expired: nothing can be decided any more.
+    public static let visitClosed = ErrorCode("VISIT_CLOSED")
+    /// Answer or decline of a visit that no longer rings.
+    public static let visitNotRinging = ErrorCode("VISIT_NOT_RINGING")
 }
