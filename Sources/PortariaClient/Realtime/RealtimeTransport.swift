@@ -97,3 +97,12 @@ final class WebSocketRealtimeConnection: RealtimeConnection {
     func close() { connection.close(code: .normal, reason: "") }
 }
 #endif
+
+/// A transport that never connects: for platforms whose adapter lives elsewhere
+/// (PortariaClientApple), so code that builds a `RealtimeClient` still compiles there.
+public struct UnavailableRealtimeTransport: RealtimeTransport {
+    public init() {}
+    public func connect(url: URL, headers: [String: String]) async throws(RealtimeConnectError) -> any RealtimeConnection {
+        throw .unreachable("no realtime transport on this platform")
+    }
+}

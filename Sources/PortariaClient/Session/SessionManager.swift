@@ -36,6 +36,12 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         self.baseURLValue = api.baseURL
         self.secure = secure
         self.preferences = preferences
+        // The company list of the last login, so the selection screen (and `portaria
+        // client companies`) works after a relaunch without logging in again.
+        if let text = preferences.string(for: SessionKeys.companies),
+           let stored = try? JSONCoding.decoder().decode([CompanyGrant].self, from: Data(text.utf8)) {
+            companies = stored
+        }
     }
 
     /// The resolved permissions of the selected company (the spec's `perms_user`).
@@ -89,6 +95,9 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         preferences.set(body.driver ? "true" : "false", for: SessionKeys.driver)
         api.bearerToken = body.jwtToken
         companies = body.companies
+        if let data = try? JSONCoding.encoder().encode(body.companies) {
+            preferences.set(String(decoding: data, as: UTF8.self), for: SessionKeys.companies)
+        }
         if let stored = selectedCompanyID, body.companies.contains(where: { $0.id == stored }) {
             try selectCompany(id: stored)
             return .ready(body.companies.first { $0.id == stored }!)
@@ -191,7 +200,7 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         let token = try secure.string(for: SessionKeys.refreshToken)
         _ = try? await api.raw("POST", "/v1/auth/logout", body: LogoutRequest(refreshToken: token))
         try clear()
-        for key in [SessionKeys.userID, SessionKeys.master, SessionKeys.driver, SessionKeys.selectedCompany] {
+        for key in [SessionKeys.userID, SessionKeys.master, SessionKeys.driver, SessionKeys.selectedCompany, SessionKeys.companies] {
             preferences.set(nil, for: key)
         }
         api.companyID = nil

@@ -25,6 +25,8 @@ public enum SessionKeys {
     public static let userID = "user_id"
     public static let master = "master"
     public static let driver = "driver"
+    /// The companies of the last login (JSON), for the selection screen after a relaunch.
+    public static let companies = "companies"
     /// The company's IANA time zone from `GET /v1/me` (times in pt-BR sentences).
     public static func timeZone(companyID: String) -> String { "time_zone." + companyID }
 }
