@@ -346,3 +346,97 @@ final class ClientProcess: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 }
+
+/// Device registration through `portaria client`: login registers, a new token renews
+/// the same installation, logout unregisters — and the next ring pushes nothing to it.
+@Suite("Client device registration end to end")
+struct ClientDeviceEndToEndTests {
+    typealias Phone = ClientQueueEndToEndTests.Phone
+
+    static func deviceID(in output: String) -> String? {
+        guard let range = output.range(of: #"device registered \(([0-9a-f-]+)\)"#, options: .regularExpression) else { return nil }
+        return String(output[range].dropFirst("device registered (".count).dropLast())
+    }
+
+    struct Direct {
+        let server: TestServer
+        let token: String
+        let company: String
+        static func login(_ server: TestServer, _ username: String) async throws -> Direct {
+            let login = try await HTTP.send("POST", server.baseURL.appendingPathComponent("/v1/auth/login"),
+                                            json: #"{"username":"\#(username)","password":"demo1234"}"#)
+            let body = try JSONCoding.decoder().decode(LoginResponse.self, from: login.body)
+            let company = try #require(body.companies.first { $0.name == "Residencial Demo" })
+            return Direct(server: server, token: body.jwtToken, company: company.id)
+        }
+        func send(_ method: String, _ path: String, json: String? = nil) async throws -> Exchange {
+            try await HTTP.send(method, server.baseURL.appendingPathComponent(path),
+                                headers: ["Authorization": "Bearer \(token)", "X-Company-Id": company], json: json)
+        }
+        func devices() async throws -> [DeviceView] {
+            try JSONCoding.decoder().decode(DeviceList.self, from: try await send("GET", "/v1/devices").body).devices
+        }
+        func pushes(_ visitID: String) async throws -> [VisitAttempt] {
+            let visit = try JSONCoding.decoder().decode(Visit.self, from: try await send("GET", "/v1/visits/\(visitID)").body)
+            return visit.attempts.filter { $0.kind == .pushSent }
+        }
+    }
+
+    @Test("login registers, renewal keeps the installation, logout unregisters and the next ring sends that phone nothing")
+    func registerRenewUnregister() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let maria = try Phone.make("maria")
+            let joao = try Phone.make("joao")
+            defer {
+                maria.remove()
+                joao.remove()
+            }
+            let url = server.baseURL.absoluteString
+            let first = try await maria.run(["login", "--url", url, "--username", "maria", "--password", "demo1234",
+                                             "--company", "Residencial Demo", "--push-token", "fcm-maria-1", "--platform", "android"])
+            #expect(first.status == 0, "\(first.stderr)")
+            let mariaDevice = try #require(Self.deviceID(in: first.stdout), "\(first.stdout)")
+            let joaoLogin = try await joao.run(["login", "--url", url, "--username", "joao", "--password", "demo1234",
+                                                "--push-token", "fcm-joao-1", "--platform", "android"])
+            let joaoDevice = try #require(Self.deviceID(in: joaoLogin.stdout), "\(joaoLogin.stdout)\(joaoLogin.stderr)")
+
+            // Ring both residents at once, so João's push is the sign the ring's pushes went out.
+            let asMaria = try await Direct.login(server, "maria")
+            let gate = try await server.request("GET", "/v1/gates/demo-gate").json()
+            let unit = try #require((gate["units"] as? [[String: Any]])?.first { $0["label"] as? String == "A-101" }?["id"] as? String)
+            let settings = try JSONCoding.decoder().decode(UnitSettingsResponse.self, from: try await asMaria.send("GET", "/v1/units/\(unit)/settings").body)
+            var changed = settings.settings
+            changed.ringMode = .simultaneous
+            let put = try await asMaria.send("PUT", "/v1/units/\(unit)/settings",
+                                             json: String(decoding: try JSONCoding.encoder().encode(changed), as: UTF8.self))
+            #expect(put.status == 200, "\(String(decoding: put.body, as: UTF8.self))")
+
+            // A new token from the system: same installation, same device, renewed.
+            let renewed = try await maria.run(["login", "--url", url, "--username", "maria", "--password", "demo1234",
+                                               "--company", "Residencial Demo", "--push-token", "fcm-maria-2", "--platform", "android"])
+            #expect(Self.deviceID(in: renewed.stdout) == mariaDevice, "\(renewed.stdout)")
+            #expect(try await asMaria.devices().map(\.id) == [mariaDevice])
+
+            let before = try await ClientQueueEndToEndTests.arrive(server, kind: "visit")
+            let reached = await eventually(within: .seconds(20)) {
+                let devices = Set((try? await asMaria.pushes(before))?.compactMap(\.deviceID) ?? [])
+                return devices.isSuperset(of: [mariaDevice, joaoDevice])
+            }
+            let pushedBefore = (try? await asMaria.pushes(before)) ?? []
+            #expect(reached, "both phones should be pushed: \(pushedBefore)")
+
+            let out = try await maria.run(["logout"])
+            #expect(out.status == 0, "\(out.stderr)")
+            #expect(out.stdout.contains("device unregistered (\(mariaDevice))"), "\(out.stdout)")
+            #expect(try await asMaria.devices().isEmpty)
+
+            let after = try await ClientQueueEndToEndTests.arrive(server, kind: "visit", name: "Lia")
+            let joaoPushed = await eventually(within: .seconds(20)) {
+                ((try? await asMaria.pushes(after)) ?? []).contains { $0.deviceID == joaoDevice }
+            }
+            #expect(joaoPushed)
+            let toMaria = try await asMaria.pushes(after).filter { $0.deviceID == mariaDevice || $0.user?.name == "Maria Souza" }
+            #expect(toMaria.isEmpty, "a logged-out phone got \(toMaria)")
+        }
+    }
+}

@@ -49,6 +49,9 @@ public actor RealtimeClient {
     /// The last event seq delivered (what `since` will ask from).
     public private(set) var lastSeq: Int64?
     private var loop: Task<Void, Never>?
+    /// Which loop owns `connection`: a cancelled loop finishing late must not clear the
+    /// socket of the loop that replaced it.
+    private var generation = 0
     private var connection: (any RealtimeConnection)?
     private var hasBeenLive = false
 
@@ -73,7 +76,9 @@ public actor RealtimeClient {
     /// Starts (or restarts, after `foreground()`) the reconcile-then-stream loop.
     public func start() {
         guard loop == nil else { return }
-        loop = Task { await self.run() }
+        generation += 1
+        let current = generation
+        loop = Task { await self.run(generation: current) }
     }
 
     /// The app came back to the foreground: whatever the socket says, read REST again
@@ -119,7 +124,7 @@ public actor RealtimeClient {
 
     // MARK: The loop
 
-    private func run() async {
+    private func run(generation current: Int) async {
         var failures = 0
         var needsReconcile = true
         while !Task.isCancelled {
@@ -160,6 +165,10 @@ public actor RealtimeClient {
                 socket.close()
                 return
             }
+            guard current == generation else {
+                socket.close()
+                return
+            }
             connection = socket
             for await text in socket.messages {
                 switch RealtimeMessage.parse(text) {
@@ -185,7 +194,7 @@ public actor RealtimeClient {
                     continue
                 }
             }
-            connection = nil
+            if current == generation { connection = nil }
             if Task.isCancelled { return }
             failures += 1
             publish(.reconnecting)
