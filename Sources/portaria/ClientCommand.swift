@@ -215,7 +215,12 @@ enum ClientCommand {
     // MARK: Reading
 
     static func pending(_ context: Context, json: Bool) async throws -> Int32 {
-        let page: VisitPage = try await context.session.send("GET", "/v1/visits?status=pending")
+        let answer = try await context.session.sendAuthorized(
+            ClientHTTPRequest(method: "GET", path: "/v1/visits", query: [URLQueryItem(name: "status", value: "pending")]))
+        guard answer.isSuccess else {
+            throw APIClientError.server(status: answer.status, error: answer.errorBody ?? ErrorBody(code: .internalError, message: "HTTP \(answer.status)"))
+        }
+        let page = try JSONCoding.decoder().decode(VisitPage.self, from: answer.body)
         if json {
             say(String(decoding: try JSONCoding.encoder().encode(page.visits), as: UTF8.self))
             return Exit.ok
@@ -231,6 +236,7 @@ enum ClientCommand {
     }
 
     static func watch(_ context: Context, json: Bool, count: Int, seconds: Int) async throws -> Int32 {
+        guard await context.session.isLoggedIn else { throw SessionManager.SessionError.notLoggedIn }
         #if canImport(Glibc)
         let transport = WebSocketRealtimeTransport()
         #else
@@ -249,8 +255,11 @@ enum ClientCommand {
             switch update {
             case .state(let state):
                 say(json ? #"{"type":"state","state":"\#(state.rawValue)"}"# : "# \(ClientText.connection(state))")
-                if state == .offline, stopper == nil, await context.session.isLoggedIn == false {
-                    CommandLineTool.fail("portaria client: not logged in (portaria client login)")
+                if state == .offline, await context.session.isLoggedIn == false {
+                    // The session ended (logout elsewhere, refresh refused): nothing to watch.
+                    stopper?.cancel()
+                    await realtime.finish()
+                    CommandLineTool.fail("portaria client: the session ended (portaria client login)")
                     return Exit.failure
                 }
             case .snapshot(let pending, let recent):

@@ -440,3 +440,50 @@ struct ClientDeviceEndToEndTests {
         }
     }
 }
+
+@Suite("Client commands end to end")
+struct ClientCommandsEndToEndTests {
+    typealias Phone = ClientQueueEndToEndTests.Phone
+
+    @Test("companies marks the selected one; pending lists an unanswered visit (text and --json); logout ends the session")
+    func companiesPendingLogout() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let maria = try Phone.make("maria")
+            defer { maria.remove() }
+            try await maria.login("maria", url: server.baseURL.absoluteString)
+            let companies = try await maria.run(["companies"])
+            #expect(companies.stdout.split(separator: "\n").filter { $0.hasPrefix("*") }.map { $0.split(separator: " ").dropFirst().prefix(2).joined(separator: " ") }
+                    == ["Residencial Demo"], "\(companies.stdout)")
+            #expect(companies.stdout.contains("  Condomínio Azul"))
+
+            // A short ring window, so the visit becomes a pendência within seconds.
+            let asMaria = try await ClientDeviceEndToEndTests.Direct.login(server, "maria")
+            let gate = try await server.request("GET", "/v1/gates/demo-gate").json()
+            let unit = try #require((gate["units"] as? [[String: Any]])?.first { $0["label"] as? String == "A-101" }?["id"] as? String)
+            let current = try JSONCoding.decoder().decode(UnitSettingsResponse.self, from: try await asMaria.send("GET", "/v1/units/\(unit)/settings").body)
+            var settings = current.settings
+            settings.ringStepSeconds = 5
+            settings.ringWindowSeconds = 10
+            let put = try await asMaria.send("PUT", "/v1/units/\(unit)/settings", json: String(decoding: try JSONCoding.encoder().encode(settings), as: UTF8.self))
+            #expect(put.status == 200)
+            let id = try await ClientQueueEndToEndTests.arrive(server, kind: "delivery", name: "Pedro")
+
+            let listed = await eventually(within: .seconds(30), every: .milliseconds(500)) {
+                ((try? await maria.run(["pending"]))?.stdout ?? "").contains(id)
+            }
+            #expect(listed)
+            let text = try await maria.run(["pending"])
+            #expect(text.stdout.contains("\(id)  A-101  entrega  Pedro"), "\(text.stdout)")
+            let json = try await maria.run(["pending", "--json"])
+            let visits = try JSONCoding.decoder().decode([Visit].self, from: Data(json.stdout.utf8))
+            #expect(visits.map(\.id) == [id])
+            #expect(visits.first?.status == .unanswered)
+
+            let out = try await maria.run(["logout"])
+            #expect(out.stdout == "logged out\n", "\(out.stdout)")
+            let after = try await maria.run(["pending"])
+            #expect(after.status == 1)
+            #expect(after.stderr.contains("not logged in"), "\(after.stderr)")
+        }
+    }
+}
