@@ -2,7 +2,8 @@
 #   make run    build (release) and serve the demo on http://127.0.0.1:8080 (SQLite)
 #   make test   every test, PostgreSQL ones included (throw-away cluster)
 #   make test-repeat N=10   the whole suite N times from a fresh clone
-# Also: make build, make bench, make clean, make bootstrap.
+# Also: make build, make bench, make conformance, make soak, make clean, make bootstrap,
+#   make fuzz (each libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -19,7 +20,9 @@ PORT ?= 8080
 DATABASE ?= sqlite://./portaria.db
 RELEASE_BIN := .build/release/portaria
 
-.PHONY: run test test-repeat build bench clean bootstrap
+FUZZ_SECONDS ?= 300
+
+.PHONY: run test test-repeat build bench conformance soak clean bootstrap fuzz fuzz-short
 
 bootstrap:
 	@scripts/bootstrap
@@ -39,6 +42,7 @@ test: bootstrap
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
 	  scripts/with-postgres -- $(SWIFT) test --skip-build || status=$$?; \
 	fi; \
+	if ((status == 0)); then scripts/fuzz --seconds 30 || status=$$?; fi; \
 	elapsed=$$(( $$(date +%s) - start )); \
 	printf '\nmake test: %s in %dm%02ds\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
 	  $$((elapsed / 60)) $$((elapsed % 60)); \
@@ -49,10 +53,29 @@ N ?= 10
 test-repeat:
 	@scripts/repeat-test $(N)
 
+# libFuzzer targets (fuzz/targets), one after another; non-zero exit on any crash.
+fuzz:
+	scripts/fuzz --seconds $(FUZZ_SECONDS)
+
+fuzz-short:
+	scripts/fuzz --seconds 30
+
 bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \
 	  $(SWIFT) build -c release --product portaria-bench; fi
 	bench/run
+
+# WebSocket conformance (Autobahn|Testsuite fuzzingclient against /v1/bench/ws/echo of the
+# debug binary, whose assertions are on). Needs Python 2.7 (pyenv); not part of make test.
+conformance: bootstrap
+	$(SWIFT) build --product portaria
+	PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria" scripts/conformance
+
+# Mixed load against the release binary for SOAK_SECONDS (default 600); prints throughput,
+# latency percentiles, errors, RSS and descriptors per minute.
+soak: build
+	$(SWIFT) build -c release --product portaria-bench
+	scripts/soak
 
 clean:
 	$(SWIFT) package clean

@@ -97,6 +97,10 @@ public final class Application: Sendable {
 
         var realtimeLimits = RealtimeLimits()
         if let perUser = configuration.realtimeConnectionsPerUser { realtimeLimits.connectionsPerUser = perUser }
+        realtimeLimits.residentRelayOnly = iceServers.turn != nil
+        if iceServers.turn == nil {
+            log.warning("no TURN: video calls use direct candidates, so a visitor's page sees the answering resident's IP addresses (set --turn-url in production)")
+        }
         realtime = RealtimeFeed(database: database, hub: webSockets, limits: realtimeLimits, log: log)
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.

@@ -145,11 +145,23 @@ func portariaAccessHandler(
         if let length = headers["content-length"].flatMap(Int.init) {
             context.declaredLength = length
             if length > context.maxBodySize {
-                // Answer before reading the body: libmicrohttpd then skips "100 Continue"
-                // and closes the connection instead of swallowing a huge upload.
-                return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context)
+                // A client that waits for "100 Continue" hears the 413 before sending any
+                // body, and so does one whose body is beyond what we would ever drain:
+                // libmicrohttpd then skips the 100 and closes instead of swallowing it.
+                // Anyone else (Python urllib, many mobile stacks) writes the whole body
+                // before reading: answering now and closing with its bytes unread makes the
+                // kernel send a reset, and the client sees "connection reset" instead of
+                // the 413. So read and discard the body, bounded, and answer when it is in.
+                let waitsForContinue = headers["expect"]?.lowercased().contains("100-continue") == true
+                if waitsForContinue || length > BodyDrain.byteLimit(forBodyLimit: context.maxBodySize) {
+                    return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context)
+                }
+                context.bodyTooLarge = true
+                return portaria_mhd_yes
             }
-            context.request.body.reserveCapacity(length)
+            // Reserve what a small body needs, not what the client claims: a declared
+            // length costs memory only as its bytes arrive (the array grows as they do).
+            context.request.body.reserveCapacity(min(max(length, 0), 64 * 1024))
         }
         return portaria_mhd_yes
     }
@@ -164,8 +176,13 @@ func portariaAccessHandler(
         }
         if context.bodyTooLarge {
             context.discardedBytes += size
-            // A chunked upload that keeps going past a generous margin is dropped outright.
-            if context.discardedBytes > 4 * context.maxBodySize { return portaria_mhd_no }
+            // A chunked upload that keeps going past the drain allowance, or a body that
+            // trickles in for too long, is dropped outright: memory was never at stake
+            // (nothing is kept), the connection's time and bandwidth are.
+            if context.discardedBytes > BodyDrain.byteLimit(forBodyLimit: context.maxBodySize)
+                || ContinuousClock.now - context.startedAt > BodyDrain.timeLimit {
+                return portaria_mhd_no
+            }
         } else if let uploadData {
             uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
                 context.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
@@ -194,6 +211,21 @@ func portariaAccessHandler(
         MHD_resume_connection(handle.pointer)
     }
     return portaria_mhd_yes
+}
+
+/// How much of an oversized body the server reads and throws away so that a client
+/// which writes its whole body before reading still receives the 413 (a lingering close,
+/// done in the access handler because libmicrohttpd has none).
+enum BodyDrain {
+    /// Four times the route's limit: an honest client that misjudged the size by a few
+    /// megabytes gets its answer; an endless or huge upload is cut off early.
+    static func byteLimit(forBodyLimit limit: Int) -> Int {
+        let (product, overflow) = limit.multipliedReportingOverflow(by: 4)
+        return overflow ? Int.max : product
+    }
+
+    /// Draining stops after this long even within the byte allowance (a trickling sender).
+    static let timeLimit: Duration = .seconds(10)
 }
 
 private func payloadTooLarge(_ limit: Int) -> HTTPResponse {

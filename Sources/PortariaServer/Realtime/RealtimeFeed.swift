@@ -22,6 +22,9 @@ public struct RealtimeLimits: Sendable {
     public var clientMessageBurst = 60.0
     /// Messages of one socket waiting for the feed task; more closes the socket (1008).
     public var maxPendingPerSocket = 32
+    /// Forward only TURN relay candidates from residents to visitors (set when TURN is
+    /// configured; see `CandidatePrivacy`).
+    public var residentRelayOnly = false
     public init() {}
 }
 
@@ -95,7 +98,7 @@ public final class RealtimeFeed: Sendable {
 
     public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared) {
         self.limits = limits
-        let calls = LiveCallRegistry(clock: ContinuousClock())
+        let calls = LiveCallRegistry(clock: ContinuousClock(), residentRelayOnly: limits.residentRelayOnly)
         self.calls = calls
         let (stream, continuation) = AsyncStream<Command>.makeStream()
         commands = continuation
@@ -470,24 +473,19 @@ private final class FeedState {
     // MARK: Messages from clients
 
     func received(_ connection: WebSocketConnection, _ text: String) async {
-        guard let data = text.data(using: .utf8),
-              let message = try? JSONCoding.decoder().decode(JSONValue.self, from: data),
-              let type = message["type"]?.stringValue else {
+        switch RealtimeClientMessage.parse(text) {
+        case .invalid:
             connection.send(text: Self.error("INVALID_MESSAGE", "frames are JSON objects with a string \"type\""))
-            return
-        }
-        switch type {
-        case "ping":
+        case .ping:
             connection.send(text: JSONValue.object(["type": .string("pong")]).jsonText)
-        case _ where CallMessageType.isCallFrame(type):
+        case .call(let type, let data):
             let key = ObjectIdentifier(connection)
             guard let companyID = companyOf[key], let peer = companies[companyID]?.members[key]?.peer else {
                 connection.send(text: Self.error("CALL_NOT_FOUND", "this socket is not part of a call"))
                 return
             }
-            let data = Array((message["data"] ?? .object([:])).jsonText.utf8)
             try? await perform(await calls.receive(type: type, data: data, from: peer))
-        default:
+        case .unknown(let type):
             connection.send(text: Self.error("UNKNOWN_MESSAGE_TYPE", "unknown message type \(type.prefix(40))"))
         }
     }
