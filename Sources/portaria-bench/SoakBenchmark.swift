@@ -149,7 +149,7 @@ struct SoakBenchmark {
             for index in 0..<sockets { group.addTask { await openSocket(index) } }
             for await connection in group { if let connection { open.withLock { $0.append(connection) } } }
         }
-        print("soak: \(seconds) s after \(warmup) s warm-up; \(open.current.count)/\(sockets) realtime sockets, \(readers) readers, "
+        say("soak: \(seconds) s after \(warmup) s warm-up; \(open.current.count)/\(sockets) realtime sockets, \(readers) readers, "
               + "\(Int(visitRate)) visits/s, \(Int(renewRate)) renewals/s; server pid \(serverPID)")
 
         let start = ContinuousClock.now
@@ -219,7 +219,7 @@ struct SoakBenchmark {
                 _ = stats.takeInterval()
                 var rows: [IntervalRow] = []
                 let intervals = (seconds + interval - 1) / interval
-                print(IntervalRow.header)
+                say(IntervalRow.header)
                 var previousEnd = ContinuousClock.now
                 var previousCPU = IntervalRow.cpuSeconds(serverPID) ?? 0
                 for number in 1...intervals {
@@ -234,7 +234,7 @@ struct SoakBenchmark {
                                           seconds: Double(length.components.seconds) + Double(length.components.attoseconds) / 1e18,
                                           cpuSeconds: cpu - previousCPU, walFile: walFile)
                     previousCPU = cpu
-                    print(row.line)
+                    say(row.line)
                     rows.append(row)
                 }
                 stats.rows.withLock { $0 = rows }
@@ -269,34 +269,45 @@ struct SoakBenchmark {
     private func summarize(_ stats: SoakStats) {
         let rows = stats.rows.current
         let total = stats.total.current
-        print("\nper operation over the whole run (after warm-up):")
+        say("\nper operation over the whole run (after warm-up):")
         for operation in Operation.allCases {
             guard let entry = total[operation], !entry.latencies.isEmpty || entry.errors > 0 else { continue }
             let rate = Double(entry.latencies.count) / Double(seconds)
-            print("  " + operation.rawValue.padding(toLength: 32, withPad: " ", startingAt: 0)
+            say("  " + operation.rawValue.padding(toLength: 32, withPad: " ", startingAt: 0)
                   + String(format: "%9.1f/s  ", rate) + Percentiles(entry.latencies).line + "  errors \(entry.errors)")
-            printResult(scenario: "soak-" + operation.slug, database: "sqlite", String(format: "rps=%.2f ", rate) + Percentiles(entry.latencies).fields
+            sayResult(scenario: "soak-" + operation.slug, database: "sqlite", String(format: "rps=%.2f ", rate) + Percentiles(entry.latencies).fields
                             + " errors=\(entry.errors)")
         }
         let closes = stats.socketsClosed.current.sorted { $0.key < $1.key }.map { "\($0.value)×\($0.key)" }.joined(separator: " ")
-        print("  realtime frames received \(stats.frames.current), socket closes by code [\(closes)], "
+        say("  realtime frames received \(stats.frames.current), socket closes by code [\(closes)], "
               + "socket opens failed \(stats.socketFailures.current)")
         guard let first = rows.first, let last = rows.last, rows.count >= 2 else { return }
         let throughputChange = last.readRate / max(first.readRate, 1e-9) - 1
         let rssChange = Double(last.rssKiB) / Double(max(first.rssKiB, 1)) - 1
         let errors = rows.reduce(0) { $0 + $1.errors }
-        print(String(format: "\nfirst → last interval: reads %.0f → %.0f req/s (%+.1f %%), RSS %.1f → %.1f MiB (%+.1f %%), "
+        say(String(format: "\nfirst → last interval: reads %.0f → %.0f req/s (%+.1f %%), RSS %.1f → %.1f MiB (%+.1f %%), "
                      + "descriptors %d → %d, errors %d", first.readRate, last.readRate, throughputChange * 100,
                      Double(first.rssKiB) / 1024, Double(last.rssKiB) / 1024, rssChange * 100, first.descriptors,
                      last.descriptors, errors))
-        printResult(scenario: "soak-drift", database: "sqlite",
+        sayResult(scenario: "soak-drift", database: "sqlite",
                     String(format: "first_rps=%.1f last_rps=%.1f rps_change=%.4f first_rss_kib=%d last_rss_kib=%d rss_change=%.4f "
                            + "first_fds=%d last_fds=%d errors=%d", first.readRate, last.readRate, throughputChange,
                            first.rssKiB, last.rssKiB, rssChange, first.descriptors, last.descriptors, errors))
         let within = abs(throughputChange) <= bound && rssChange <= bound && errors == 0
-        print("VERDICT \(within ? "PASS" : "FAIL"): throughput and RSS within \(Int(bound * 100)) % between the first and last "
+        say("VERDICT \(within ? "PASS" : "FAIL"): throughput and RSS within \(Int(bound * 100)) % between the first and last "
               + "interval, no errors")
     }
+}
+
+/// Writes a line at once (`print` is block-buffered into a pipe such as `tee`, and the soak
+/// prints one line a minute that should show when it is measured).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// ``printResult(scenario:database:_:)`` through ``say(_:)``.
+func sayResult(scenario: String, database: String, _ fields: String) {
+    say("RESULT scenario=\(scenario) database=\(database) \(fields)")
 }
 
 /// Counters shared by every task of the soak.

@@ -148,7 +148,9 @@ final class TestServer: @unchecked Sendable {
         }
 
         var port: UInt16?
-        _ = await eventually(within: .seconds(20)) {
+        // Generous: a loaded 2-core machine seeding the demo (six argon2id hashes) while
+        // fifty suites start at once took longer than 20 s.
+        _ = await eventually(within: .seconds(60)) {
             // Only this process's lines: a restart appends to its predecessor's log.
             let log = FileManager.default.contents(atPath: logPath) ?? Data()
             port = Self.boundPort(in: String(decoding: log.dropFirst(logOffset), as: UTF8.self))
@@ -157,7 +159,7 @@ final class TestServer: @unchecked Sendable {
         guard let port else { throw await fail("portaria serve did not report a listening port") }
         let server = TestServer(process: process, directory: directory, port: port, logPath: logPath,
                                 arguments: arguments, environment: environment)
-        let healthy = await eventually(within: .seconds(10)) {
+        let healthy = await eventually(within: .seconds(30)) {
             (try? await server.request("GET", "/healthz", timeout: .seconds(2)))?.status == 200
         }
         guard healthy else { throw await fail("/healthz did not answer 200 on port \(port)") }

@@ -24,10 +24,14 @@ public final class Application: Sendable {
     private let pushWake: Task<Void, Never>
     /// Held for the life of the server on SQLite: one server per database file.
     private let databaseLock: DatabaseFileLock?
+    /// Returns freed heap pages to the kernel every minute (see `MemoryPolicy`).
+    private let memoryTrimmer = MemoryTrimmer()
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
     public init(configuration: ServerConfiguration, log: Log = .shared) async throws {
+        // Before the first argon2 hash (demo seeding): see MemoryPolicy for why.
+        MemoryPolicy.apply()
         var configuration = configuration
         if let extra = configuration.caFile { configuration.caFile = try CABundle.combined(with: extra) }
         self.configuration = configuration
@@ -40,6 +44,8 @@ public final class Application: Sendable {
         http.port = configuration.port
         http.maxBodySize = configuration.maxBodySize
         http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
+        http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
+        http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
@@ -170,6 +176,7 @@ public final class Application: Sendable {
         listener?.start()
         try server.start()
         pushWorker.start()
+        memoryTrimmer.start()
         log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
                                "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
     }
@@ -183,6 +190,7 @@ public final class Application: Sendable {
         await visits.stop()
         pushWake.cancel()
         await pushWorker.stop()
+        memoryTrimmer.stop()
         pushShutdown()
         await database.close()
         databaseLock?.unlock()

@@ -25,6 +25,11 @@ public struct ServerConfiguration: Sendable {
     public var gateLimit = 10
     public var loginLimit = 10
     public var maxBodySize = 1 << 20
+    /// Connections one client address may hold (0: no limit). Behind `--trusted-proxies`
+    /// every connection comes from the proxy, so the limit is off there.
+    public var maxConnectionsPerIP = 1024
+    /// Request bodies held in memory across all connections at once; beyond it, 503.
+    public var maxBufferedBodyBytes = 128 << 20
     /// Days photos, voice messages and visitor locations are kept (LGPD).
     public var retentionDays = 90
     /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
@@ -66,6 +71,8 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
+        OptionSpec("max-connections-per-ip", help: "connections one client address may hold; 0 = no limit (default 1024; off behind --trusted-proxies)"),
+        OptionSpec("max-buffered-body-mb", help: "request bodies held in memory at once across connections, MiB (default 128)"),
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
@@ -111,6 +118,8 @@ public struct ServerConfiguration: Sendable {
         configuration.gateLimit = try options.integer("gate-limit", default: 10, range: 1...1_000_000)
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
+        configuration.maxConnectionsPerIP = try options.integer("max-connections-per-ip", default: 1024, range: 0...1_000_000)
+        configuration.maxBufferedBodyBytes = try options.integer("max-buffered-body-mb", default: 128, range: 8...65_536) << 20
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")

@@ -19,6 +19,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Per-connection memory for the request line and headers; bigger headers get 431.
     public var headerMemoryLimit: Int = 16 * 1024
     public var maxBodySize: Int = 1 << 20
+    /// Body bytes held in memory across every connection at once. Bodies are buffered
+    /// whole (handlers get them in one piece); without a global bound, many connections
+    /// each sending just under `maxBodySize` add up to whatever they like.
+    public var maxBufferedBodyBytes: Int = 128 << 20
     /// Larger limits for particular routes (uploads), by method and path; nil keeps
     /// `maxBodySize`. Decided from the request line, before any body byte is read.
     public var bodyLimitOverride: @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil }
@@ -46,6 +50,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// and finally "close" whatever reused it (a database connection). So the stop waits
     /// for every upgraded socket to come back, and a hand-back after the stop is a no-op.
     let upgrades = Locked(UpgradeLedger())
+    /// Body bytes currently buffered by all requests (see `maxBufferedBodyBytes`).
+    let bufferedBodyBytes = Locked(0)
     private var daemon: OpaquePointer?
     private let state = Locked<State>(.idle)
     /// The listening socket between `bind()` and `start()` (ours to close until libmicrohttpd
@@ -208,6 +214,21 @@ public final class HTTPServer: @unchecked Sendable {
         if quiesced >= 0 { OwnedDescriptor(quiesced).close() }
         self.daemon = nil
         state.withLock { $0 = .stopped }
+    }
+
+    /// Claims `count` more buffered body bytes; false when the server-wide budget is spent.
+    func reserveBodyBytes(_ count: Int) -> Bool {
+        bufferedBodyBytes.withLock { total in
+            let (sum, overflow) = total.addingReportingOverflow(count)
+            guard !overflow, sum <= configuration.maxBufferedBodyBytes else { return false }
+            total = sum
+            return true
+        }
+    }
+
+    func releaseBodyBytes(_ count: Int) {
+        guard count > 0 else { return }
+        bufferedBodyBytes.withLock { $0 -= count }
     }
 
     /// An upgraded socket was handed to a WebSocket (libmicrohttpd thread).

@@ -16,6 +16,13 @@ final class RequestContext: @unchecked Sendable {
     var declaredLength: Int?
     var discardedBytes = 0
     var bodyTooLarge = false
+    /// Body bytes this request holds against the server-wide budget (released when it completes).
+    var reservedBodyBytes = 0
+    /// The budget was spent: the body is discarded and the answer is 503.
+    var overBudget = false
+    /// `Content-Length` was claimed whole when the headers arrived (chunked bodies claim
+    /// their bytes as they come).
+    var bodyPrereserved = false
     var maxBodySize = 0
     var response: HTTPResponse?
     var handlerStarted = false
@@ -162,6 +169,16 @@ func portariaAccessHandler(
             // Reserve what a small body needs, not what the client claims: a declared
             // length costs memory only as its bytes arrive (the array grows as they do).
             context.request.body.reserveCapacity(min(max(length, 0), 64 * 1024))
+            // A declared body claims its share of the server-wide budget now, before any
+            // byte is read: admission does not depend on how far the reading got.
+            if length > 0 {
+                if server.reserveBodyBytes(length) {
+                    context.reservedBodyBytes = length
+                    context.bodyPrereserved = true
+                } else {
+                    context.overBudget = true
+                }
+            }
         }
         return portaria_mhd_yes
     }
@@ -174,7 +191,17 @@ func portariaAccessHandler(
             context.bodyTooLarge = true
             context.request.body = []
         }
-        if context.bodyTooLarge {
+        if !context.bodyTooLarge && !context.overBudget && !context.bodyPrereserved {
+            if server.reserveBodyBytes(size) {
+                context.reservedBodyBytes += size
+            } else {
+                context.overBudget = true
+                server.releaseBodyBytes(context.reservedBodyBytes)
+                context.reservedBodyBytes = 0
+                context.request.body = []
+            }
+        }
+        if context.bodyTooLarge || context.overBudget {
             context.discardedBytes += size
             // A chunked upload that keeps going past the drain allowance, or a body that
             // trickles in for too long, is dropped outright: memory was never at stake
@@ -194,6 +221,12 @@ func portariaAccessHandler(
 
     // The request is complete.
     if context.bodyTooLarge { return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context) }
+    if context.overBudget {
+        var busy = HTTPError(status: 503, code: .serviceUnavailable,
+                             message: "the server is receiving too many uploads at once; try again shortly")
+        busy.headers = [("Retry-After", "5")]
+        return queue(busy.response, on: connection, context: context)
+    }
     if let response = context.response {
         if let upgrade = response.upgrade {
             return queueUpgrade(response, upgrade, on: connection, context: context)
@@ -241,6 +274,8 @@ func portariaRequestCompleted(
     contextSlot.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
     context.server.inFlight.withLock { $0 -= 1 }
+    context.server.releaseBodyBytes(context.reservedBodyBytes)
+    context.reservedBodyBytes = 0
     let elapsed = ContinuousClock.now - context.startedAt
     let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
     var fields: [String: JSONValue] = [

@@ -241,13 +241,15 @@ enum MediaSniffer {
             case 0x4282: docType = String(decoding: payload, as: UTF8.self)
             case 0x86: codecs.append(String(decoding: payload, as: UTF8.self))
             case 0x2AD7B1:
-                timecodeScale = try unsigned(payload, "TimecodeScale")
+                // An empty element means its default (RFC 8794 §6.3): 1 ms ticks.
+                timecodeScale = payload.isEmpty ? 1_000_000 : try unsigned(payload, "TimecodeScale")
                 guard timecodeScale > 0 else { throw .malformed("WebM TimecodeScale is zero") }
             case 0x4489:
                 switch payload.count {
+                case 0: duration = 0                  // an empty float is 0 (RFC 8794 §7.3)
                 case 4: duration = Double(Float(bitPattern: UInt32(truncatingIfNeeded: try unsigned(payload, "Duration"))))
                 case 8: duration = Double(bitPattern: try unsigned(payload, "Duration"))
-                default: throw .malformed("WebM Duration is \(payload.count) bytes; a float is 4 or 8")
+                default: throw .malformed("WebM Duration is \(payload.count) bytes; a float is 0, 4 or 8")
                 }
                 guard duration.isFinite, duration >= 0 else { throw .malformed("WebM Duration is not a finite, non-negative number") }
             case 0xE7:

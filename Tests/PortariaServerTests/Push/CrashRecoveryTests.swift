@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -29,7 +30,7 @@ struct CrashRecoveryTests {
     @Test("a push in flight when the server is killed is delivered after restart; jobs queued while down too",
           .enabled(if: available))
     func killMinus9() async throws {
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let slow = hexToken(), queuedWhileDown = hexToken()
         // The first answer for `slow` takes 5 s: the server is killed while waiting for it.
@@ -59,7 +60,7 @@ struct CrashRecoveryTests {
         // Once the request is on the wire (the fake has seen it), kill -9.
         try await Self.until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == first[0].pushID } }
         kill(server.processIdentifier, SIGKILL)
-        for _ in 0..<200 where server.isRunning { usleep(10_000) }
+        _ = await waitForExit(server, within: .seconds(10))
         let sending = try await database.read { db in try db.queryOne("SELECT status FROM push_jobs WHERE id = ?", .text(first[0].pushID)) }
         #expect(sending?.string("status") == "sending")
 
@@ -76,7 +77,7 @@ struct CrashRecoveryTests {
         #expect(rows[first[0].pushID]?.int("attempts") == 2, "claimed again after its lease ran out")
         #expect(rows[second[0].pushID]?.string("status") == "sent")
         kill(server.processIdentifier, SIGTERM)
-        for _ in 0..<300 where server.isRunning { usleep(10_000) }
+        _ = await waitForExit(server, within: .seconds(10))
     }
 
     static func waitForUser(_ username: String, _ database: any SQLDatabase) async throws -> String {

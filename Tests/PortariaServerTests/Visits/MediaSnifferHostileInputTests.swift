@@ -89,6 +89,13 @@ struct MediaSnifferHostileInputTests {
         #expect(isMalformed(voiceFailure(HostileMedia.webm(timecodeScale: [UInt8](repeating: 0xFF, count: 9)))))
     }
 
+    @Test("empty EBML elements take their defaults: TimecodeScale 1 ms, Duration 0")
+    func webmEmptyElements() throws {
+        let voice = try MediaSniffer.voice(HostileMedia.webm(info: MediaSamples.ebml([0x44, 0x89], []), timecodeScale: [],
+                                                             clusterTimecode: MediaSamples.be16(2_000), blockOffset: 40))
+        #expect(voice.durationMs == 2_040)
+    }
+
     @Test("a WebM with a sane cluster timecode and a negative block offset still reads")
     func webmNegativeOffset() throws {
         let voice = try MediaSniffer.voice(HostileMedia.webm(clusterTimecode: MediaSamples.be16(5_000), blockOffset: -20))
