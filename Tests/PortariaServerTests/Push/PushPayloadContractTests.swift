@@ -12,8 +12,8 @@ struct PushPayloadContractTests {
         let apns: APNsProvider
         let fcm: FCMProvider
 
-        static func make() throws -> Providers {
-            let pki = try TestPKI.make()
+        static func make() async throws -> Providers {
+            let pki = try await TestPKI.make()
             let apns = try APNsProvider(configuration: APNsConfiguration(keyFile: pki.apnsKey, keyID: "K", teamID: "T", bundleID: "b",
                                                                          endpoint: "https://127.0.0.1:9", caFile: pki.caFile))
             let keyPEM = try String(contentsOfFile: pki.fcmKey, encoding: .utf8)
@@ -44,8 +44,8 @@ struct PushPayloadContractTests {
     static let deadline = Timestamp.parse("2026-11-29T17:33:00Z")!
 
     @Test("visit ring: name, unit, kind, geofence and deadline reach the app from both providers")
-    func ring() throws {
-        let providers = try Providers.make()
+    func ring() async throws {
+        let providers = try await Providers.make()
         defer { providers.stop() }
         let push = OutgoingPush(pushID: "p-1", kind: .visitRing, platform: "ios", tokenKind: .voip, token: hexToken(),
                                 message: PushMessage(visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", visitKind: "visit",
@@ -59,8 +59,8 @@ struct PushPayloadContractTests {
     }
 
     @Test("ring cancelled carries its reason; delivery its carrier; test its text")
-    func others() throws {
-        let providers = try Providers.make()
+    func others() async throws {
+        let providers = try await Providers.make()
         defer { providers.stop() }
         let cancel = OutgoingPush(pushID: "p-2", kind: .ringCancelled, platform: "ios", tokenKind: .push, token: hexToken(),
                                   message: PushMessage(visitID: "v-1", reason: "answered_elsewhere"), deadline: Self.deadline)
