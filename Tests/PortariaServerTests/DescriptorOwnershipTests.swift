@@ -2,6 +2,7 @@ import Foundation
 import PortariaCore
 @testable import PortariaServer
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -121,19 +122,6 @@ struct DescriptorOwnershipTests {
 
     /// A loopback port nobody listens on (bound, then released without listening).
     private func unusedPort() throws -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                Glibc.bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        try #require(bound)
-        return UInt16(bigEndian: address.sin_port)
+        try LoopbackPort(listening: false).port
     }
 }
