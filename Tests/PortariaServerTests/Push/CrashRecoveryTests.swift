@@ -74,7 +74,10 @@ struct CrashRecoveryTests {
         server = try Self.serve(arguments, log: log)
         let rows = try await waitForJobs(database, (first + second).map(\.pushID), timeout: 30)
         #expect(rows[first[0].pushID]?.string("status") == "sent")
-        #expect(rows[first[0].pushID]?.int("attempts") == 2, "claimed again after its lease ran out")
+        // Claimed again after its lease ran out. On a loaded machine the slow fake can hold
+        // the second attempt past another lease, so a third claim is tolerated (the app
+        // de-duplicates by push_id); what must not happen is no re-claim at all.
+        #expect((rows[first[0].pushID]?.int("attempts") ?? 0) >= 2, "claimed again after its lease ran out")
         #expect(rows[second[0].pushID]?.string("status") == "sent")
         kill(server.processIdentifier, SIGTERM)
         _ = await waitForExit(server, within: .seconds(10))
