@@ -36,9 +36,9 @@ public struct HTTPServerConfiguration: Sendable {
 /// complete request is handed to an async Swift handler while its connection is
 /// suspended, so no libmicrohttpd thread ever waits for a handler or for storage.
 public final class HTTPServer: @unchecked Sendable {
-    // Unchecked: `daemon`, `port` and `quiescedListener` are written by `start()` before
-    // any request can arrive and by `shutdown()` after `state` left `.running`; the
-    // libmicrohttpd threads read only through `self` handed to them in `start()`.
+    // Unchecked: `daemon`, `retainedByDaemon`, `port` and `quiescedListener` are written by
+    // `start()` before any request can arrive and by `shutdown()` after `state` left
+    // `.running`; the libmicrohttpd threads read only through `self` handed to them in `start()`.
     public let configuration: HTTPServerConfiguration
     let router: Router
     let log: Log
@@ -62,6 +62,14 @@ public final class HTTPServer: @unchecked Sendable {
         var running: Int { suspended.count }
     }
     private var daemon: OpaquePointer?
+    /// The daemon's reference to this server, from `start()` until `shutdown()` has stopped
+    /// it: libmicrohttpd's threads call back into `self` until then. Without it, the last
+    /// release of a running server could land on one of those threads (a finished request
+    /// releasing its `RequestContext` after its owner dropped the server), and `deinit`
+    /// would call `MHD_stop_daemon` there: a thread cannot join itself, and libmicrohttpd
+    /// aborts the process ("Failed to join a thread"). So a started server lives until
+    /// `shutdown()`, and `deinit` never meets a running daemon.
+    private var retainedByDaemon: Unmanaged<HTTPServer>?
     private let state = Locked<State>(.idle)
     /// The listening socket between `bind()` and `start()` (ours to close until libmicrohttpd
     /// takes it; -1 when there is none).
@@ -82,7 +90,8 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     deinit {
-        if let daemon { MHD_stop_daemon(daemon) }
+        // No daemon can be running here (it holds `retainedByDaemon`); only a socket that
+        // `bind()` made and `start()` never took is left.
         let listener = boundListener.current
         if listener >= 0 { OwnedDescriptor(listener).close() }
     }
@@ -114,12 +123,14 @@ public final class HTTPServer: @unchecked Sendable {
         config.per_ip_connection_limit = UInt32(configuration.perIPConnectionLimit)
         config.connection_timeout_seconds = UInt32(configuration.connectionTimeoutSeconds)
         config.connection_memory_limit = configuration.headerMemoryLimit
+        let retained = Unmanaged.passRetained(self)
         config.access_handler = portariaAccessHandler
-        config.access_handler_cls = Unmanaged.passUnretained(self).toOpaque()
+        config.access_handler_cls = retained.toOpaque()
         config.completed_handler = portariaRequestCompleted
-        config.completed_handler_cls = Unmanaged.passUnretained(self).toOpaque()
+        config.completed_handler_cls = retained.toOpaque()
         config.log_sink = portariaLibraryLog
         guard let started = withUnsafePointer(to: &config, { portaria_mhd_start($0) }) else {
+            retained.release()
             // `listener` closes itself: libmicrohttpd did not take it.
             throw ServerStartError("cannot start the HTTP server on \(configuration.host):\(configuration.port)")
         }
@@ -128,6 +139,7 @@ public final class HTTPServer: @unchecked Sendable {
         let boundPort = Self.boundPort(of: listener.rawValue)
         _ = listener.release()
         daemon = started
+        retainedByDaemon = retained
         port = boundPort
         state.withLock { $0 = .running }
     }
@@ -251,6 +263,9 @@ public final class HTTPServer: @unchecked Sendable {
         if quiesced >= 0 { OwnedDescriptor(quiesced).close() }
         self.daemon = nil
         state.withLock { $0 = .stopped }
+        // No libmicrohttpd thread calls back any more; the caller still holds `self`.
+        retainedByDaemon?.release()
+        retainedByDaemon = nil
     }
 
     /// Claims `count` more buffered body bytes; false when the server-wide budget is spent.
