@@ -59,6 +59,8 @@ public final class HTTPServer: @unchecked Sendable {
     struct HandlerState {
         var suspended: [ObjectIdentifier: (context: RequestContext, connection: ConnectionHandle)] = [:]
         var daemonStopped = false
+        /// Resumes running now, outside the lock.
+        var resuming = 0
         var running: Int { suspended.count }
     }
     private var daemon: OpaquePointer?
@@ -81,6 +83,8 @@ public final class HTTPServer: @unchecked Sendable {
     struct UpgradeLedger {
         var open = 0
         var daemonStopped = false
+        /// Hand-backs running now, outside the lock (see `releaseUpgrade`).
+        var releasing = 0
     }
 
     public init(router: Router, configuration: HTTPServerConfiguration = .init(), log: Log = .shared) {
@@ -259,6 +263,10 @@ public final class HTTPServer: @unchecked Sendable {
             return ledger.open
         }
         if unreleased > 0 { log.warning("shutdown: upgraded sockets not handed back", ["count": .number(Double(unreleased))]) }
+        // Hand-backs and resumes that started before the flags were set finish first.
+        while upgrades.current.releasing > 0 || handlers.current.resuming > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         MHD_stop_daemon(daemon)
         if quiesced >= 0 { OwnedDescriptor(quiesced).close() }
         self.daemon = nil
@@ -300,22 +308,38 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Gives an upgraded socket back to libmicrohttpd, which closes it — unless the daemon
     /// already stopped (then it closed the socket and freed `handle` itself).
+    ///
+    /// libmicrohttpd is never called with our lock held: it takes its own locks inside, and
+    /// one of its threads may be waiting for ours (an upgrade arriving calls
+    /// `upgradeOpened`), which deadlocked the event loop and that thread. The stop instead
+    /// waits for hand-backs already running (`releasing`).
     func releaseUpgrade(_ release: () -> Void) {
-        upgrades.withLock { ledger in
+        let proceed = upgrades.withLock { ledger -> Bool in
             ledger.open -= 1
-            if !ledger.daemonStopped { release() }
+            guard !ledger.daemonStopped else { return false }
+            ledger.releasing += 1
+            return true
         }
+        guard proceed else { return }
+        release()
+        upgrades.withLock { $0.releasing -= 1 }
     }
 
     /// A handler's answer is ready: hand it over and resume the connection — unless
     /// shutdown already answered it (checked and done under one lock).
+    /// `MHD_resume_connection` runs outside the lock (libmicrohttpd takes its own inside);
+    /// the stop waits for resumes already under way (`resuming`).
     func handlerFinished(_ context: RequestContext, response: HTTPResponse, route: String) {
-        handlers.withLock { state in
-            guard let entry = state.suspended.removeValue(forKey: ObjectIdentifier(context)) else { return }
-            context.route = route
-            context.response = response
-            MHD_resume_connection(entry.connection.pointer)
+        let entry = handlers.withLock { state -> (context: RequestContext, connection: ConnectionHandle)? in
+            guard let entry = state.suspended.removeValue(forKey: ObjectIdentifier(context)) else { return nil }
+            state.resuming += 1
+            return entry
         }
+        guard let entry else { return }
+        context.route = route
+        context.response = response
+        MHD_resume_connection(entry.connection.pointer)
+        handlers.withLock { $0.resuming -= 1 }
     }
 
     // MARK: Dispatch of one request
