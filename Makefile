@@ -37,13 +37,15 @@ run: build
 # end-to-end tests start the portaria binary named by PORTARIA_BIN. Two phases: the
 # in-process suites (whose servers live in the test process) first, then the end-to-end
 # ones, which start dozens of servers, browsers and coturn at once; together, that start
-# storm on 2 cores starved the in-process servers past their deadlines.
+# storm on 2 cores starved the in-process servers past their deadlines. The in-process
+# phase runs one test at a time: its servers share the test process's two cooperative
+# threads, and run in parallel they still missed deadlines on a loaded machine.
 test: bootstrap
 	@start=$$(date +%s); status=0; \
 	$(SWIFT) build --build-tests || status=$$?; \
 	if ((status == 0)); then \
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
-	  scripts/with-postgres -- bash -c '$(SWIFT) test --skip-build --filter "^(PortariaCoreTests|PortariaClientTests|PortariaServerTests)\." \
+	  scripts/with-postgres -- bash -c '$(SWIFT) test --skip-build --no-parallel --filter "^(PortariaCoreTests|PortariaClientTests|PortariaServerTests)\." \
 	    && $(SWIFT) test --skip-build --filter "^PortariaEndToEndTests\."' || status=$$?; \
 	fi; \
 	if ((status == 0)); then scripts/fuzz --seconds 30 || status=$$?; fi; \
