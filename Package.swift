@@ -42,6 +42,8 @@ let package = Package(
         // What both server and end-to-end tests use: loopback HTTP, polling, WebDriver.
         .target(name: "PortariaTestSupport", dependencies: ["PortariaWebSocket"], path: "Tests/PortariaTestSupport"),
         .testTarget(name: "PortariaCoreTests", dependencies: ["PortariaCore"]),
+        // The client core with injected clock and transports (no server needed).
+        .testTarget(name: "PortariaClientTests", dependencies: ["PortariaClient", "PortariaCore"]),
         .testTarget(name: "PortariaServerTests", dependencies: ["PortariaServer", "PortariaWebSocket", "PortariaTestSupport"]),
         .testTarget(name: "PortariaEndToEndTests",
                     dependencies: ["PortariaCore", "PortariaClient", "PortariaWebSocket", "PortariaTestSupport"],

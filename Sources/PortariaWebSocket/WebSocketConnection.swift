@@ -167,6 +167,12 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         enqueue(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue), utf8)
     }
 
+    /// ``send(binary:)`` without the hop (an echo answering from its handler). Loop thread only.
+    public func sendOnLoop(binary bytes: [UInt8]) {
+        assert(loop.isInLoop)
+        enqueue(opcode: UInt8(WSLAY_BINARY_FRAME.rawValue), bytes)
+    }
+
     /// ``close(code:reason:)`` without the hop. Loop thread only.
     public func closeOnLoop(code: WebSocketCloseCode, reason: String) {
         assert(loop.isInLoop)

@@ -23,6 +23,12 @@ enum BenchCommand {
         visits    /healthz, gate POST and resolve (fresh visit and Idempotency-Key each) at
                   C closed-loop clients: throughput, ratio to /healthz, percentiles.
 
+        soak      (scripts/soak) --url U --server-pid PID [--seconds 600] [--interval 60] [--warmup 30]
+                  [--sockets 200] [--readers 16] [--visit-rate 10] [--renew-rate 2] [--bound-percent 5]:
+                  realtime sockets held open and churned, residents' reads in a closed loop,
+                  gate visits + resolves (+ replays) + device renewals at fixed rates, pushes to
+                  the fakes; per interval: rates, read latency, errors, server RSS, descriptors.
+
         tokens    per-token cost of HS256 sign/verify, and of the full bearer check
                   (verify + session read, + company membership) on SQLite, in process.
 
@@ -49,6 +55,13 @@ enum BenchCommand {
                 return 0
                 #else
                 throw BenchError("the realtime benchmark needs Linux (epoll)")
+                #endif
+            case "soak":
+                #if canImport(Glibc)
+                try await SoakBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
+                return 0
+                #else
+                throw BenchError("the soak needs Linux (/proc, epoll)")
                 #endif
             case "visits":
                 try await VisitsBenchmark(options: try Options(Array(arguments.dropFirst()))).run()

@@ -8,17 +8,19 @@ enum AdminCommand {
         admin actions (all take --database URL and --json):
           create-company --name N [--gate-lat X --gate-lon Y --gate-radius M --timezone TZ]
           create-unit    --company C --label L
-          create-gate    --company C --token T [--name N]
-          create-user    --username U --name N [--phone +55…] [--password P] [--master] [--driver]
+          create-gate    --company C [--token T] [--name N]   (without --token: a random 128-bit token)
+          create-user    --username U --name N [--phone +55…] [--password-file F] [--master] [--driver]
           create-sector  --company C --name N --permissions p1,p2
           add-member     --user U --company C [--units L1,L2] [--sectors S1,S2] [--permissions p1,p2]
           grant          --user U --company C --permission P
-          set-password   --user U --password P        (or PORTARIA_PASSWORD in the environment)
+          set-password   --user U --password-file F   (or PORTARIA_PASSWORD in the environment); ends U's sessions
           set-ring-order --company C --unit L --users u1,u2
-          rotate-jwt-key
+          rotate-jwt-key [--secrets-key-file F]   (needed when the database's secrets are wrapped)
           push-test      --user U [--text T]   sends a test push to each of U's devices (APNs/FCM options as for serve)
           list           companies|users|units|gates|sectors|memberships
         C, U, S and L may be ids or names; permissions: \(Permission.catalogue.sorted().joined(separator: ", "))
+        Passwords: --password-file F (first line) or PORTARIA_PASSWORD; --password P still works but any
+        user of the machine can read it in ps.
         """
 
     static let specs: [OptionSpec] = ServerConfiguration.databaseOptions + [
@@ -26,12 +28,13 @@ enum AdminCommand {
         OptionSpec("name", help: ""), OptionSpec("gate-lat", help: ""), OptionSpec("gate-lon", help: ""),
         OptionSpec("gate-radius", help: ""), OptionSpec("timezone", help: ""), OptionSpec("company", help: ""),
         OptionSpec("label", help: ""), OptionSpec("token", help: ""), OptionSpec("username", help: ""),
-        OptionSpec("phone", help: ""), OptionSpec("password", help: ""), OptionSpec("master", takesValue: false, help: ""),
+        OptionSpec("phone", help: ""), OptionSpec("password", help: ""), OptionSpec("password-file", help: ""),
+        OptionSpec("master", takesValue: false, help: ""),
         OptionSpec("driver", takesValue: false, help: ""), OptionSpec("permissions", help: ""), OptionSpec("user", help: ""),
         OptionSpec("units", help: ""), OptionSpec("sectors", help: ""), OptionSpec("permission", help: ""),
         OptionSpec("unit", help: ""), OptionSpec("users", help: ""), OptionSpec("text", help: ""),
         OptionSpec("provider", help: "", hidden: true), OptionSpec("count", help: "", hidden: true),
-        OptionSpec("concurrency", help: "", hidden: true),
+        OptionSpec("concurrency", help: "", hidden: true), OptionSpec("secrets-key-file", help: ""),
     ] + ServerConfiguration.serveOptions.filter { pushOptionNames.contains($0.name) }
 
     /// The serve options `push-test` shares, read from the environment like serve does.
@@ -46,7 +49,7 @@ enum AdminCommand {
         // Only the database URL is read from the environment here: a stray PORTARIA_NAME must
         // not silently fill an admin option.
         var environment: [String: String] = [:]
-        var keys = ["PORTARIA_DATABASE", "PORTARIA_PASSWORD"]
+        var keys = ["PORTARIA_DATABASE", "PORTARIA_PASSWORD", "PORTARIA_SECRETS_KEY_FILE"]
         keys += pushOptionNames.map { "PORTARIA_" + $0.uppercased().replacingOccurrences(of: "-", with: "_") }
         for key in keys { environment[key] = ProcessInfo.processInfo.environment[key] }
         let options = try ParsedOptions.parse(Array(arguments.dropFirst()), specs: specs, environment: environment)
@@ -72,6 +75,16 @@ enum AdminCommand {
         func report(_ message: String, _ fields: [String: JSONValue]) {
             print(json ? JSONValue.object(fields).jsonText : message)
         }
+        /// The password from --password-file, PORTARIA_PASSWORD or (warned) --password.
+        func password() throws -> String? {
+            if let file = options.value("password-file") {
+                return try SecretFile.read(file, option: "--password-file")
+            }
+            if arguments.contains(where: { $0 == "--password" || $0.hasPrefix("--password=") }) {
+                CommandLineTool.fail("portaria admin: warning: --password on the command line is visible to every user of this machine (ps); use --password-file or PORTARIA_PASSWORD")
+            }
+            return options.value("password")
+        }
 
         do {
             switch action {
@@ -88,13 +101,13 @@ enum AdminCommand {
                 report("created unit \(label) (\(id))", ["id": .string(id), "label": .string(label)])
             case "create-gate":
                 let company = try await directory.companyID(try required("company"))
-                let token = try required("token")
-                let id = try await directory.createGate(company: company, token: token, name: options.value("name") ?? "Portão principal")
-                report("created gate \(token) (\(id))", ["id": .string(id), "token": .string(token)])
+                let (id, token) = try await directory.createGate(company: company, token: options.value("token"),
+                                                                 name: options.value("name") ?? "Portão principal")
+                report("created gate \(token) (\(id)); its page is /gate/\(token)", ["id": .string(id), "token": .string(token)])
             case "create-user":
                 let username = try required("username")
                 let id = try await directory.createUser(username: username, name: try required("name"), phone: options.value("phone"),
-                                                        password: options.value("password"),
+                                                        password: try password(),
                                                         master: options.flag("master"), driver: options.flag("driver"))
                 report("created user \(username) (\(id))", ["id": .string(id), "username": .string(username)])
             case "create-sector":
@@ -119,8 +132,11 @@ enum AdminCommand {
                 report("granted \(permission)", ["user_id": .string(user), "permission": .string(permission)])
             case "set-password":
                 let user = try await directory.userID(try required("user"))
-                try await directory.setPassword(user: user, password: try required("password"))
-                report("password set", ["user_id": .string(user)])
+                guard let newPassword = try password(), !newPassword.isEmpty else {
+                    throw UsageError("set-password needs --password-file F (or PORTARIA_PASSWORD)")
+                }
+                let ended = try await directory.setPassword(user: user, password: newPassword)
+                report("password set; \(ended) session(s) ended", ["user_id": .string(user), "sessions_ended": .number(Double(ended))])
             case "set-ring-order":
                 let company = try await directory.companyID(try required("company"))
                 let unit = try await directory.unitID(company: company, try required("unit"))
@@ -129,7 +145,8 @@ enum AdminCommand {
                 try await directory.setRingOrder(unit: unit, users: users)
                 report("ring order set", ["unit_id": .string(unit), "users": .array(users.map(JSONValue.string))])
             case "rotate-jwt-key":
-                let id = try await ServiceSecrets.rotate(database)
+                let key = try options.value("secrets-key-file").map { try SecretsKey.load(path: $0) }
+                let id = try await ServiceSecrets.rotate(database, key: key)
                 report("new signing key \(id); restart instances to sign with it", ["kid": .string(id)])
             case "push-test":
                 return try await pushTest(database: database, directory: directory, configuration: configuration,
@@ -153,6 +170,9 @@ enum AdminCommand {
                 throw UsageError("unknown admin action '\(action)' (try portaria admin help)")
             }
         } catch let error as Directory.DirectoryError {
+            CommandLineTool.fail("portaria admin \(action): \(error.description)")
+            return 65
+        } catch let error as SecretsError {
             CommandLineTool.fail("portaria admin \(action): \(error.description)")
             return 65
         }

@@ -69,10 +69,58 @@ struct CallSignalingTests {
         }
     }
 
-    @Test("the gate page gets ICE servers with its visitor token; a forged one is 401")
+    @Test("with TURN configured, the visitor sees only the resident's relay candidates (no host or server-reflexive address)")
+    func residentAddressesStayPrivate() async throws {
+        try await TestServer.with(["--demo", "--turn-url", "turn:127.0.0.1:3478", "--turn-secret", "test-secret"]) { server in
+            let (visit, visitorToken) = try await R.ring(server)
+            let maria = try await R.login(server, "maria")
+            let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
+            let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
+            let visitor = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
+            try await visitor.waitUntilSubscribed()
+            let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
+            let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
+                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+                body: Array(#"{"device_id":"phone-1"}"#.utf8))
+            #expect(answered.status == 200, "\(answered.text)")
+
+            let offer = #""v=0\r\no=- 1 2 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\n""#
+            visitor.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":\#(offer)}"#))
+            _ = try await phone.until("call.offer")
+
+            // The resident's answer names its LAN, its public address and a TURN relay.
+            let answer = #""v=0\r\no=- 3 4 IN IP4 192.168.1.20\r\ns=-\r\nt=0 0\r\nm=video 50000 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 192.168.1.20\r\na=rtcp:50001 IN IP4 192.168.1.20\r\na=candidate:1 1 udp 2122260223 192.168.1.20 50000 typ host\r\na=candidate:2 1 udp 1686052607 198.51.100.20 50000 typ srflx raddr 192.168.1.20 rport 50000\r\na=candidate:3 1 udp 41885439 127.0.0.1 61000 typ relay raddr 198.51.100.20 rport 50000\r\n""#
+            phone.connection.send(text: Self.frame("call.answer", #"{"visit_id":"\#(visit)","sdp":\#(answer)}"#))
+            let received = try #require(try await visitor.until("call.answer").last?["data"]?["sdp"]?.stringValue)
+            #expect(!received.contains("192.168.1.20") && !received.contains("198.51.100.20"), "resident addresses leaked: \(received)")
+            #expect(received.contains("typ relay") && received.contains("127.0.0.1 61000"), "the relay candidate was dropped: \(received)")
+
+            // Trickled: the host and srflx candidates never reach the visitor; the relay one does.
+            for candidate in ["candidate:1 1 udp 2122260223 10.0.0.7 50002 typ host",
+                              "candidate:2 1 udp 1686052607 198.51.100.20 50002 typ srflx raddr 10.0.0.7 rport 50002",
+                              "candidate:3 1 udp 41885439 127.0.0.1 61002 typ relay raddr 198.51.100.20 rport 50002"] {
+                phone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"\#(candidate)","sdp_mid":"0","sdp_m_line_index":0}}"#))
+            }
+            let ice = try await visitor.until("call.ice")
+            #expect(ice.last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("typ relay") == true,
+                    "the first candidate the visitor got was not the relay one: \(ice.last.map { "\($0)" } ?? "none")")
+            // The visitor's own candidates still reach the resident unfiltered.
+            visitor.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:9 1 udp 2122260223 127.0.0.1 54321 typ host","sdp_mid":"0","sdp_m_line_index":0}}"#))
+            #expect(try await phone.until("call.ice").last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("typ host") == true)
+        }
+    }
+
+    @Test("the gate page gets ICE servers with its visitor token once its call is live; a forged one is 401")
     func visitorICEServers() async throws {
         try await TestServer.with(["--demo"]) { server in
-            let (_, visitorToken) = try await R.ring(server)
+            let (visit, visitorToken) = try await R.ring(server)
+            let maria = try await R.login(server, "maria")
+            let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
+                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+                body: Array("{}".utf8))
+            #expect(answered.status == 200, "\(answered.text)")
             let answer = try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer \(visitorToken)")])
             #expect(answer.status == 200)
             #expect(answer.header("cache-control") == "no-store")

@@ -104,6 +104,9 @@ final class TestServer: @unchecked Sendable {
         self.environment = environment
     }
 
+    /// The log as it was when `stop()` removed the directory.
+    private(set) var finalLog = ""
+
     /// `http://127.0.0.1:PORT`, for URLSession clients (`HTTP.send`).
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
@@ -148,7 +151,9 @@ final class TestServer: @unchecked Sendable {
         }
 
         var port: UInt16?
-        _ = await eventually(within: .seconds(20)) {
+        // Generous: a loaded 2-core machine seeding the demo (six argon2id hashes) while
+        // fifty suites start at once took longer than 20 s.
+        _ = await eventually(within: .seconds(60)) {
             // Only this process's lines: a restart appends to its predecessor's log.
             let log = FileManager.default.contents(atPath: logPath) ?? Data()
             port = Self.boundPort(in: String(decoding: log.dropFirst(logOffset), as: UTF8.self))
@@ -157,7 +162,7 @@ final class TestServer: @unchecked Sendable {
         guard let port else { throw await fail("portaria serve did not report a listening port") }
         let server = TestServer(process: process, directory: directory, port: port, logPath: logPath,
                                 arguments: arguments, environment: environment)
-        let healthy = await eventually(within: .seconds(10)) {
+        let healthy = await eventually(within: .seconds(30)) {
             (try? await server.request("GET", "/healthz", timeout: .seconds(2)))?.status == 200
         }
         guard healthy else { throw await fail("/healthz did not answer 200 on port \(port)") }
@@ -231,6 +236,7 @@ final class TestServer: @unchecked Sendable {
             signal(SIGKILL)
             _ = await waitForExit(process, within: .seconds(5))
         }
+        finalLog = log
         try? FileManager.default.removeItem(at: directory)
         return status
     }
@@ -246,13 +252,17 @@ final class TestServer: @unchecked Sendable {
             throw error
         }
         #expect(server.isRunning, "the server died during the test:\n\(server.log.suffix(4000))", sourceLocation: sourceLocation)
-        let log = server.log
         let stopping = ContinuousClock.now
-        let status = await server.stop(grace: .seconds(15))
-        // Nothing is in flight at the end of a test, so shutdown must be prompt (the
-        // server's own grace period for in-flight requests is 10 s).
-        #expect(ContinuousClock.now - stopping < .seconds(5), "shutdown took \(ContinuousClock.now - stopping)",
-                sourceLocation: sourceLocation)
+        let status = await server.stop(grace: .seconds(30))
+        let log = server.finalLog
+        // Nothing is in flight at the end of a test, so shutdown must not wait out its
+        // grace period: asserted from what the server says it waited for, not from a clock
+        // a loaded machine stretches.
+        for waited in ["requests still running after grace period", "waiting for running handlers",
+                       "upgraded sockets not handed back"] {
+            #expect(!log.contains(waited), "shutdown waited (\(waited)), took \(ContinuousClock.now - stopping)",
+                    sourceLocation: sourceLocation)
+        }
         let detail = "reason \(server.process.terminationReason.rawValue), status \(server.process.terminationStatus)"
         #expect(status == 0, "the server did not exit cleanly on SIGTERM (\(detail)):\n\(log.suffix(3000))",
                 sourceLocation: sourceLocation)

@@ -360,3 +360,116 @@ struct RealtimeTests {
         }
     }
 }
+
+/// The realtime inbound path under abuse (issue 10, finding 6): one socket cannot fill the
+/// feed's single queue and delay other companies' events.
+@Suite("Realtime stream under a flooding client")
+struct RealtimeAbuseTests {
+    typealias R = RealtimeTests
+
+    @Test("a client message over 64 KiB closes the socket with 1009")
+    func oversizedMessage() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let ana = try await R.login(server, "ana")
+            let reader = try await R.subscribe(server, ana)
+            reader.connection.send(text: #"{"type":"ping","pad":""# + String(repeating: "x", count: 200 * 1024) + #""}"#)
+            #expect(await reader.closeCode(timeout: .seconds(5)) == 1009)
+            // A message under the cap is fine.
+            let other = try await R.subscribe(server, ana)
+            other.connection.send(text: #"{"type":"ping","pad":""# + String(repeating: "x", count: 60 * 1024) + #""}"#)
+            #expect(try await other.next()["type"]?.stringValue == "pong")
+        }
+    }
+
+    @Test("a socket flooding the feed is closed (1008) and another company's event still arrives promptly")
+    func floodingSocketDoesNotDelayOthers() async throws {
+        try await TestServer.with(["--demo", "--gate-limit", "1000"]) { server in
+            let ana = try await R.login(server, "ana")
+            let carlos = try await R.login(server, "carlos", company: "Condomínio Azul")
+            let flooder = try await R.subscribe(server, ana)
+            let watcher = try await R.subscribe(server, carlos)
+            // 60 KiB pings, each costing the feed a JSON parse, then a stream of small ones:
+            // far over the burst however slowly a loaded machine moves the bytes.
+            let padded = #"{"type":"ping","pad":""# + String(repeating: "x", count: 60 * 1024) + #""}"#
+            for _ in 0..<200 { flooder.connection.send(text: padded) }
+            for _ in 0..<3000 { flooder.connection.send(text: #"{"type":"ping"}"#) }
+            let started = ContinuousClock.now
+            let gate = try await server.request("GET", "/v1/gates/azul-gate")
+            let units = try #require(try gate.json()["units"] as? [[String: Any]])
+            let unit = try #require(units.first?["id"] as? String)
+            let created = try await server.postJSON("/v1/gates/azul-gate/visits",
+                                                    #"{"unit_id":"\#(unit)","kind":"visit","visitor_name":"Rafael"}"#)
+            try #require(created.status == 201)
+            let frame = try await watcher.next(timeout: .seconds(20))
+            let latency = ContinuousClock.now - started
+            #expect(frame["type"]?.stringValue == "visit.created")
+            // What the feed spent on the flood, counted rather than timed (a loaded machine
+            // stretches any time): each admitted ping is answered, in order, by the one feed
+            // task. Unbounded, all 3,200 were queued in front of Carlos's event.
+            var pongs = 0
+            var closeCode: UInt16?
+            reading: while true {
+                switch await flooder.read(timeout: .seconds(10)) {
+                case .frame(let frame): if frame["type"]?.stringValue == "pong" { pongs += 1 }
+                case .closed(let code): closeCode = code; break reading
+                case .timedOut: break reading
+                }
+            }
+            #expect(closeCode == 1008, "the flooding socket was not closed (\(String(describing: closeCode)))")
+            #expect(pongs < 400, "the feed handled \(pongs) of the flood's 3,200 messages")
+            print("flood: \(pongs) of 3,200 messages handled before the socket was closed; Carlos's event after \(latency)")
+        }
+    }
+}
+
+/// A unit member without `visits.view` (issue 10 finding 8): REST refuses them visits, so
+/// the realtime stream and ring pushes must not tell them either.
+@Suite("Visits are private to holders of visits.view")
+struct VisitViewPermissionTests {
+    typealias R = RealtimeTests
+
+    @Test("a resident of A-102 without visits.view is not rung and their socket carries no visit; with it, they are")
+    func memberWithoutVisitsView() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let database = "sqlite://" + server.directory.appendingPathComponent("portaria.db").path
+            func admin(_ arguments: [String]) async throws {
+                let result = try await runPortaria(["admin"] + arguments + ["--database", database])
+                try #require(result.status == 0, "admin \(arguments): \(result.stderr)")
+            }
+            try await admin(["create-user", "--username", "pedro", "--name", "Pedro Alves", "--password", "senha-do-pedro"])
+            try await admin(["add-member", "--user", "pedro", "--company", "Residencial Demo", "--units", "A-102"])
+
+            let login = try await server.postJSON("/v1/auth/login", #"{"username":"pedro","password":"senha-do-pedro"}"#)
+            try #require(login.status == 200, "\(login.text)")
+            let pedro = R.Session(token: try #require(try login.json()["jwt_token"] as? String),
+                                  companyID: try #require(((try login.json()["companies"] as? [[String: Any]])?.first)?["id"] as? String))
+            let visits = try await server.request("GET", "/v1/visits?status=pending",
+                                                  headers: [("Authorization", "Bearer \(pedro.token)"), ("X-Company-Id", pedro.companyID)])
+            #expect(visits.status == 403, "REST: \(visits.status)")
+
+            let socket = try await R.subscribe(server, pedro)
+            let (visit, _) = try await R.ring(server, unit: "A-102")
+            // The ring is decided in the visit's transaction; the operator sees the result.
+            let operatorSession = try await R.login(server, "portaria")
+            var attempts: [[String: Any]] = []
+            _ = await eventually(within: .seconds(5)) {
+                let detail = try? await server.request("GET", "/v1/visits/\(visit)",
+                    headers: [("Authorization", "Bearer \(operatorSession.token)"), ("X-Company-Id", operatorSession.companyID)])
+                attempts = ((try? detail?.json())?["attempts"] as? [[String: Any]]) ?? []
+                return !attempts.isEmpty
+            }
+            #expect(!attempts.contains { $0["kind"] as? String == "ring" && ($0["user"] as? [String: Any])?["name"] as? String == "Pedro Alves" },
+                    "Pedro was rung: \(attempts)")
+            // A ping proves the socket is alive and that nothing was queued before the pong.
+            socket.connection.send(text: #"{"type":"ping"}"#)
+            #expect(try await socket.next()["type"]?.stringValue == "pong")
+
+            // Granted the permission, a new socket sees A-102's next visit.
+            try await admin(["grant", "--user", "pedro", "--company", "Residencial Demo", "--permission", "visits.view"])
+            let granted = try await R.subscribe(server, pedro)
+            let (second, _) = try await R.ring(server, unit: "A-102")
+            let frames = try await granted.until("visit.created")
+            #expect(frames.last?["data"]?["visit_id"]?.stringValue == second)
+        }
+    }
+}

@@ -21,7 +21,7 @@ struct WebSocketTests {
     @Test func echoRoundTrip() async throws {
         let server = try WebSocketTestServer()
         defer { server.stop() }
-        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop)
+        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop, timeout: .seconds(60))
         var events = client.events.makeAsyncIterator()
         client.send(text: "olá, portaria")
         #expect(await events.next() == .text("olá, portaria"))
@@ -37,7 +37,7 @@ struct WebSocketTests {
     @Test func serverInitiatedCloseCarriesCodeAndReason() async throws {
         let server = try WebSocketTestServer()
         defer { server.stop() }
-        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop)
+        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop, timeout: .seconds(60))
         client.send(text: "close-me")
         let last = await lastEvent(client.events)
         #expect(last == .closed(code: WebSocketCloseCode(4000), reason: "bye"))
@@ -48,7 +48,7 @@ struct WebSocketTests {
     @Test func routesCanGreetOnOpen() async throws {
         let server = try WebSocketTestServer()
         defer { server.stop() }
-        let client = try await WebSocketClient.connect(url: server.url("/ws/welcome"), loop: Self.loop)
+        let client = try await WebSocketClient.connect(url: server.url("/ws/welcome"), loop: Self.loop, timeout: .seconds(60))
         var events = client.events.makeAsyncIterator()
         #expect(await events.next() == .text("welcome"))
         client.close()
@@ -79,7 +79,7 @@ struct WebSocketTests {
         var clientConfiguration = WebSocketConfiguration.client
         clientConfiguration.maxQueuedBytes = 64 << 20
         let client = try await WebSocketClient.connect(url: server.url("/ws/echo"),
-                                                       configuration: clientConfiguration, loop: Self.loop)
+                                                       configuration: clientConfiguration, loop: Self.loop, timeout: .seconds(60))
         // ~10 MB each way in one burst: both kernel buffers fill, so sends stop midway
         // through frames and resume on EPOLLOUT.
         let messages = (0..<80).map { index in
@@ -101,7 +101,7 @@ struct WebSocketTests {
     @Test func sendsFromManyTasksAtOnceAllArrive() async throws {
         let server = try WebSocketTestServer()
         defer { server.stop() }
-        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop)
+        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop, timeout: .seconds(60))
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
                 group.addTask { for index in 0..<50 { client.send(text: "\(task)-\(index)") } }
@@ -132,7 +132,7 @@ struct WebSocketTests {
         #expect(try await raw.readHead().hasPrefix("HTTP/1.1 101"))
 
         // A wslay client answers pings by itself and stays connected through several.
-        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop)
+        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop, timeout: .seconds(60))
 
         let ping = try await raw.readFrame()
         #expect(ping?.opcode == 9)
@@ -160,7 +160,7 @@ struct WebSocketTests {
         configuration.maxMessageSize = 64 * 1024
         let server = try WebSocketTestServer(configuration: configuration)
         defer { server.stop() }
-        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop)
+        let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop, timeout: .seconds(60))
         client.send(text: String(repeating: "x", count: 64 * 1024 + 1))
         let last = await lastEvent(client.events)
         #expect(last.map(closeCode) == .messageTooBig)
@@ -223,7 +223,7 @@ struct WebSocketTests {
         }
         // The client reports the refusal with its status and body.
         await #expect(throws: WebSocketClientError.self) {
-            _ = try await WebSocketClient.connect(url: server.url("/not-here"), loop: Self.loop)
+            _ = try await WebSocketClient.connect(url: server.url("/not-here"), loop: Self.loop, timeout: .seconds(60))
         }
     }
 
@@ -232,7 +232,7 @@ struct WebSocketTests {
         listener.serveOnce(response: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                            + "Connection: Upgrade\r\nSec-WebSocket-Accept: bm90IHRoZSByaWdodCBvbmU=\r\n\r\n")
         await #expect(throws: WebSocketClientError.invalidAccept) {
-            _ = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(listener.port)/x", loop: Self.loop)
+            _ = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(listener.port)/x", loop: Self.loop, timeout: .seconds(60))
         }
     }
 
@@ -290,7 +290,7 @@ struct WebSocketTests {
         let server = try WebSocketTestServer()
         var clients: [WebSocketClientConnection] = []
         for _ in 0..<5 {
-            clients.append(try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop))
+            clients.append(try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop, timeout: .seconds(60)))
         }
         try await until { await server.hub.count() == 5 }
         await server.hub.shutdown()
@@ -384,9 +384,9 @@ struct WebSocketTestServer {
 final class Collector<Value: Sendable>: Sendable {
     private let values = Locked<[Value]>([])
     func append(_ value: Value) { values.withLock { $0.append(value) } }
-    /// The first `count` values, waiting up to five seconds for them.
+    /// The first `count` values, waiting up to twenty seconds for them.
     func wait(count: Int) async -> [Value] {
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(20)
         while values.current.count < count && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -396,9 +396,10 @@ final class Collector<Value: Sendable>: Sendable {
 
 struct TimedOut: Error {}
 
-/// Polls `condition` for up to five seconds.
+/// Polls `condition` for up to twenty seconds (a deadline for a loaded machine; a
+/// condition that holds returns at once).
 func until(_ condition: () async -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
+    let deadline = ContinuousClock.now + .seconds(20)
     while !(await condition()) {
         if ContinuousClock.now > deadline { throw TimedOut() }
         try await Task.sleep(for: .milliseconds(10))

@@ -67,6 +67,16 @@ package final class RawConnection: @unchecked Sendable {
         close()
     }
 
+    /// Shrinks the kernel's send buffer so that a send blocks until the server has read
+    /// the bytes before it (a slow uplink): a server that stops reading makes it fail.
+    /// A send that makes no progress for `timeout` fails instead of hanging the test.
+    package func limitSendBuffer(to bytes: Int32, timeout: Duration = .seconds(10)) {
+        var value = bytes
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &value, socklen_t(MemoryLayout<Int32>.size))
+        var limit = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Half-closes: the server sees end of input but can still answer.
     package func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
 

@@ -59,3 +59,30 @@ package func eventually(within timeout: Duration, every interval: Duration = .mi
     }
 }
 
+
+/// A TCP socket bound to 127.0.0.1 on a port the kernel picks, listening when asked (a
+/// server that never answers), or not (a port nobody serves). Closed when the value goes.
+package struct LoopbackPort: ~Copyable {
+    package let socket: OwnedDescriptor
+    package let port: UInt16
+
+    package init(listening: Bool) throws {
+        guard let bound = OwnedDescriptor.socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue)) else {
+            throw HarnessError("socket: \(String(cString: strerror(errno)))")
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let descriptor = bound.rawValue
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                Glibc.bind(descriptor, pointer, length) == 0 && (!listening || Glibc.listen(descriptor, 16) == 0)
+                    && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard ok else { throw HarnessError("bind/listen on 127.0.0.1: \(String(cString: strerror(errno)))") }
+        port = UInt16(bigEndian: address.sin_port)
+        socket = bound
+    }
+}

@@ -7,7 +7,7 @@ import PortariaCore
 /// An actor because refreshes must be serialized: the server treats a second use of a
 /// refresh token as theft and revokes the session (RFC 9700), so two screens refreshing
 /// at once would log the user out. Here concurrent callers share one refresh.
-public actor SessionManager {
+public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     public enum LoginResult: Sendable, Equatable {
         /// One company (or the stored one): ready to use.
         case ready(CompanyGrant)
@@ -33,14 +33,32 @@ public actor SessionManager {
         api.bearerToken = try? secure.string(for: SessionKeys.jwtToken)
         api.companyID = preferences.string(for: SessionKeys.selectedCompany)
         self.api = api
+        self.baseURLValue = api.baseURL
         self.secure = secure
         self.preferences = preferences
+        // The company list of the last login, so the selection screen (and `portaria
+        // client companies`) works after a relaunch without logging in again.
+        if let text = preferences.string(for: SessionKeys.companies),
+           let stored = try? JSONCoding.decoder().decode([CompanyGrant].self, from: Data(text.utf8)) {
+            companies = stored
+        }
     }
 
     /// The resolved permissions of the selected company (the spec's `perms_user`).
     public var permissions: Set<String> { Set(preferences.strings(for: SessionKeys.permissions)) }
     public var selectedCompanyID: String? { preferences.string(for: SessionKeys.selectedCompany) }
     public var availableCompanies: [CompanyGrant] { companies }
+    /// The logged-in user, or nil.
+    public var userID: String? { api.bearerToken == nil ? nil : preferences.string(for: SessionKeys.userID) }
+    public var isLoggedIn: Bool { api.bearerToken != nil }
+    /// The server this session talks to.
+    public nonisolated var baseURL: URL { baseURLValue }
+    private nonisolated let baseURLValue: URL
+
+    /// The company's time zone as `GET /v1/me` last said (`company.time_zone`), if known.
+    public func timeZone(companyID: String) -> TimeZone? {
+        preferences.string(for: SessionKeys.timeZone(companyID: companyID)).flatMap(TimeZone.init(identifier:))
+    }
 
     public func login(username: String, password: String) async throws -> LoginResult {
         let body: LoginResponse = try await api.send("POST", "/v1/auth/login", body: LoginRequest(username: username, password: password))
@@ -77,6 +95,9 @@ public actor SessionManager {
         preferences.set(body.driver ? "true" : "false", for: SessionKeys.driver)
         api.bearerToken = body.jwtToken
         companies = body.companies
+        if let data = try? JSONCoding.encoder().encode(body.companies) {
+            preferences.set(String(decoding: data, as: UTF8.self), for: SessionKeys.companies)
+        }
         if let stored = selectedCompanyID, body.companies.contains(where: { $0.id == stored }) {
             try selectCompany(id: stored)
             return .ready(body.companies.first { $0.id == stored }!)
@@ -86,6 +107,14 @@ public actor SessionManager {
             return .ready(body.companies[0])
         }
         return .needsCompanySelection(body.companies)
+    }
+
+    /// Rotates the tokens unless someone already replaced `token` (the one that got the
+    /// 401): callers that failed with the same old token share one rotation.
+    public func refresh(replacing token: String) async throws {
+        if let refreshing { return try await refreshing.value }
+        guard api.bearerToken == token else { return }
+        try await refresh()
     }
 
     /// Rotates the tokens; concurrent callers wait for the same rotation.
@@ -119,12 +148,63 @@ public actor SessionManager {
         }
     }
 
-    public func me() async throws -> MeResponse { try await send("GET", "/v1/me") }
+    /// An authenticated exchange that returns every answer (the caller reads statuses and
+    /// headers such as `Idempotent-Replayed` and `Retry-After`). A 401 refreshes the
+    /// tokens once and resends; the bearer and the selected company are added unless the
+    /// request names its own `X-Company-Id`.
+    /// - Throws: `APIClientError.transport` when there is no answer,
+    ///   `SessionError.notLoggedIn` / `.sessionEnded` when there is no session to use.
+    public func sendAuthorized(_ request: ClientHTTPRequest) async throws -> ClientHTTPResponse {
+        guard let token = api.bearerToken else { throw SessionError.notLoggedIn }
+        let first = try await api.exchange(authorized(request, token: token))
+        guard first.status == 401 else { return first }
+        try await refresh(replacing: token)
+        guard let fresh = api.bearerToken else { throw SessionError.sessionEnded }
+        return try await api.exchange(authorized(request, token: fresh))
+    }
 
+    private func authorized(_ request: ClientHTTPRequest, token: String) -> ClientHTTPRequest {
+        var request = request
+        request.headers["Authorization"] = "Bearer \(token)"
+        if !request.headers.keys.contains(where: { $0.lowercased() == "x-company-id" }), let companyID = api.companyID {
+            request.headers["X-Company-Id"] = companyID
+        }
+        return request
+    }
+
+    public func realtimeHeaders() throws -> [String: String] {
+        guard let token = api.bearerToken else { throw SessionError.notLoggedIn }
+        var headers = ["Authorization": "Bearer \(token)"]
+        if let companyID = api.companyID { headers["X-Company-Id"] = companyID }
+        return headers
+    }
+
+    public func realtimeRejected(_ headers: [String: String]) async throws {
+        guard let used = headers["Authorization"]?.dropFirst("Bearer ".count) else { return try await refresh() }
+        try await refresh(replacing: String(used))
+    }
+
+    /// `GET /v1/me`; remembers the company's time zone for pt-BR times.
+    public func me() async throws -> MeResponse {
+        let me: MeResponse = try await send("GET", "/v1/me")
+        if let zone = me.company.timeZone, TimeZone(identifier: zone) != nil {
+            preferences.set(zone, for: SessionKeys.timeZone(companyID: me.company.id))
+        }
+        return me
+    }
+
+    /// Ends the session on the server and forgets everything `login-ios.md` persists.
+    /// (Unregistering the device is `DeviceRegistrar.unregister`, done before this while
+    /// the access token still works.)
     public func logout() async throws {
         let token = try secure.string(for: SessionKeys.refreshToken)
         _ = try? await api.raw("POST", "/v1/auth/logout", body: LogoutRequest(refreshToken: token))
         try clear()
+        for key in [SessionKeys.userID, SessionKeys.master, SessionKeys.driver, SessionKeys.selectedCompany, SessionKeys.companies] {
+            preferences.set(nil, for: key)
+        }
+        api.companyID = nil
+        companies = []
     }
 
     private func clear() throws {

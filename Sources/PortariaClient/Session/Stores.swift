@@ -25,6 +25,18 @@ public enum SessionKeys {
     public static let userID = "user_id"
     public static let master = "master"
     public static let driver = "driver"
+    /// The companies of the last login (JSON), for the selection screen after a relaunch.
+    public static let companies = "companies"
+    /// The company's IANA time zone from `GET /v1/me` (times in pt-BR sentences).
+    public static func timeZone(companyID: String) -> String { "time_zone." + companyID }
+}
+
+/// An authenticated HTTP exchange with token refresh: what the resolve queue, the
+/// device registrar and the realtime reconcile send through (`SessionManager`).
+public protocol AuthorizedHTTP: Sendable {
+    func sendAuthorized(_ request: ClientHTTPRequest) async throws -> ClientHTTPResponse
+    /// The logged-in user, nil when logged out.
+    var userID: String? { get async }
 }
 
 public final class InMemorySecureStore: SecureStore {

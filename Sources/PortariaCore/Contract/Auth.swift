@@ -139,10 +139,15 @@ public struct UserSummary: Codable, Sendable, Equatable {
 public struct CompanySummary: Codable, Sendable, Equatable {
     public var id: String
     public var name: String
-    public init(id: String, name: String) {
+    /// The condominium's IANA time zone (`America/Sao_Paulo`): apps write times in it,
+    /// not in the phone's zone. Optional: older servers do not send it.
+    public var timeZone: String?
+    public init(id: String, name: String, timeZone: String? = nil) {
         self.id = id
         self.name = name
+        self.timeZone = timeZone
     }
+    enum CodingKeys: String, CodingKey { case id, name, timeZone = "time_zone" }
 }
 
 public struct UnitSummary: Codable, Sendable, Equatable {

@@ -40,4 +40,22 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let idempotencyKeyMismatch = ErrorCode("IDEMPOTENCY_KEY_MISMATCH")
     public static let requestInProgress = ErrorCode("REQUEST_IN_PROGRESS")
     public static let visitAlreadyResolved = ErrorCode("VISIT_ALREADY_RESOLVED")
+    /// Another resident picked up first (answer, decline).
+    public static let visitAlreadyAnswered = ErrorCode("VISIT_ALREADY_ANSWERED")
+    /// The visit was cancelled by the visitor or expired: nothing can be decided any more.
+    public static let visitClosed = ErrorCode("VISIT_CLOSED")
+    /// Answer or decline of a visit that no longer rings.
+    public static let visitNotRinging = ErrorCode("VISIT_NOT_RINGING")
+    /// The visit was answered or resolved: its photo and voice message no longer change.
+    public static let visitMediaFrozen = ErrorCode("VISIT_MEDIA_FROZEN")
+    /// The building's visitors stored their daily allowance of photos and voice messages.
+    public static let mediaQuotaExceeded = ErrorCode("MEDIA_QUOTA_EXCEEDED")
+
+    // Devices
+    /// The user has as many devices as allowed and none of them is stale.
+    public static let deviceLimitReached = ErrorCode("DEVICE_LIMIT_REACHED")
+
+    // Calls
+    /// Relay (TURN) credentials for a visitor exist only while a call is live.
+    public static let callNotActive = ErrorCode("CALL_NOT_ACTIVE")
 }

@@ -83,7 +83,11 @@ public enum Geofence {
     public static func evaluate(location: VisitorLocation?, gate: GeoPoint?, radius: Double) -> GeofenceResult {
         guard let location, let gate, location.accuracyM.isFinite, location.accuracyM >= 0,
               location.accuracyM <= maximumUsableAccuracy else { return .unknown }
+        // The server validates coordinates first; this keeps `Int(_:)` below from ever
+        // trapping (or answering nonsense) on a coordinate that reached here some other way.
+        guard location.lat.isFinite, location.lon.isFinite else { return .unknown }
         let distance = self.distance(from: GeoPoint(lat: location.lat, lon: location.lon), to: gate)
+        guard distance.isFinite else { return .unknown }
         let allowance = radius + min(location.accuracyM, maximumAccuracyAllowance)
         return GeofenceResult(status: distance <= allowance ? .atEntrance : .away,
                               distanceM: Int(distance.rounded()))

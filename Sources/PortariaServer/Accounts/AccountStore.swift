@@ -83,7 +83,7 @@ public struct AccountStore: Sendable {
 
     static func memberships(_ db: any SQLConnection, userID: String, companyID: String?) throws -> [CompanyMembership] {
         var sql = """
-            SELECT c.id, c.name FROM memberships m JOIN companies c ON c.id = m.company_id
+            SELECT c.id, c.name, c.timezone FROM memberships m JOIN companies c ON c.id = m.company_id
             WHERE m.user_id = ?
             """
         var parameters: [SQLValue] = [.text(userID)]
@@ -93,7 +93,7 @@ public struct AccountStore: Sendable {
         }
         sql += " ORDER BY c.name, c.id"
         return try db.query(sql, parameters).map { row in
-            let company = CompanySummary(id: row.string("id") ?? "", name: row.string("name") ?? "")
+            let company = CompanySummary(id: row.string("id") ?? "", name: row.string("name") ?? "", timeZone: row.string("timezone"))
             let direct = try db.query("""
                 SELECT permission FROM membership_permissions WHERE user_id = ? AND company_id = ? ORDER BY permission
                 """, .text(userID), .text(company.id)).compactMap { $0.string("permission") }

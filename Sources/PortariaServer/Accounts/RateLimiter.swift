@@ -1,6 +1,14 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Fixed-window counters kept in the database, so every instance sees the same counts.
+///
+/// Each counted event is a write (on SQLite an fsync'd commit on the single writer), so
+/// callers that face the public use `admit`: a bucket that is already full refuses with a
+/// read only, and a flood of refused attempts costs no writes. Expired rows are deleted by
+/// `prune`, which the retention sweep calls.
 public struct RateLimiter: Sendable {
     public let database: any SQLDatabase
 
@@ -31,6 +39,16 @@ public struct RateLimiter: Sendable {
         try await database.write { db in try Self.hit(db, bucket, window: window, now: now) }
     }
 
+    /// Check, then count: a bucket already at `max` is refused without a write (the
+    /// answer to a flood must not cost a commit per request); otherwise the event is
+    /// counted and allowed while the count stays within `max`.
+    public func admit(_ bucket: String, max: Int, window: TimeInterval, now: Date = Date()) async throws -> (allowed: Bool, window: Window) {
+        let seen = try await peek(bucket, window: window, now: now)
+        if seen.count >= max { return (false, seen) }
+        let counted = try await hit(bucket, window: window, now: now)
+        return (counted.count <= max, counted)
+    }
+
     /// The same count inside the caller's write transaction (the gate folds it into the
     /// visit's own commit).
     static func hit(_ db: any SQLConnection, _ bucket: String, window: TimeInterval, now: Date) throws -> Window {
@@ -38,12 +56,15 @@ public struct RateLimiter: Sendable {
         let windowMs = Int64(window * 1000)
         // One statement, so concurrent hits on PostgreSQL cannot lose a count.
         let row = try db.queryOne("""
-            INSERT INTO rate_limits (bucket, window_start, count) VALUES (?, ?, 1)
+            INSERT INTO rate_limits (bucket, window_start, count, expires_at) VALUES (?, ?, 1, ?)
             ON CONFLICT (bucket) DO UPDATE SET
                 count = CASE WHEN rate_limits.window_start + ? <= ? THEN 1 ELSE rate_limits.count + 1 END,
+                expires_at = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start + ? END,
                 window_start = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start END
             RETURNING window_start, count
-            """, .text(bucket), .integer(nowMs), .integer(windowMs), .integer(nowMs),
+            """, .text(bucket), .integer(nowMs), .integer(nowMs + windowMs),
+                 .integer(windowMs), .integer(nowMs),
+                 .integer(windowMs), .integer(nowMs), .integer(nowMs + windowMs), .integer(windowMs),
                  .integer(windowMs), .integer(nowMs), .integer(nowMs))
         let start = row?.int("window_start") ?? nowMs
         return Window(count: Int(row?.int("count") ?? 1), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
@@ -59,4 +80,53 @@ public struct RateLimiter: Sendable {
     public func reset(_ bucket: String) async throws {
         try await database.write { db in _ = try db.execute("DELETE FROM rate_limits WHERE bucket = ?", .text(bucket)) }
     }
+
+    /// Deletes windows that have ended. Rows written before `expires_at` existed (schema
+    /// 6) are kept two days, longer than any window in use.
+    @discardableResult
+    public static func prune(_ db: any SQLConnection, now: Date) throws -> Int {
+        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+        return try db.execute("""
+            DELETE FROM rate_limits WHERE expires_at < ? OR (expires_at IS NULL AND window_start < ?)
+            """, .integer(nowMs), .integer(nowMs - 2 * 86_400_000))
+    }
+}
+
+/// The key of per-address buckets. An IPv6 user gets a whole /64 (often far more) from
+/// one provider and can rotate through it freely, so per-address limits count the /64;
+/// an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, what an IPv6 listener sees of an IPv4
+/// peer) counts as its IPv4 address, so the two spellings share one bucket.
+public enum AddressKey {
+    public static func bucket(_ address: String) -> String {
+        var text = address.trimmingCharacters(in: .whitespaces)
+        if text.hasPrefix("[") && text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
+        // A zone (`fe80::1%eth0`) names an interface, not another host.
+        if let percent = text.firstIndex(of: "%") { text = String(text[..<percent]) }
+        guard !text.isEmpty, text.utf8.count <= 64 else { return address }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return format(family: AF_INET, &v4) }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return address }
+        var bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            var mapped = in_addr()
+            withUnsafeMutableBytes(of: &mapped) { $0.copyBytes(from: bytes[12..<16]) }
+            return format(family: AF_INET, &mapped)
+        }
+        for index in 8..<16 { bytes[index] = 0 }
+        var prefix = in6_addr()
+        withUnsafeMutableBytes(of: &prefix) { $0.copyBytes(from: bytes) }
+        return format(family: AF_INET6, &prefix) + "/64"
+    }
+
+    private static func format<T>(family: Int32, _ address: inout T) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        guard inet_ntop(family, &address, &buffer, socklen_t(buffer.count)) != nil else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension HTTPRequest {
+    /// The client's address as per-address rate limits count it (`AddressKey`).
+    public var limitAddress: String { AddressKey.bucket(clientAddress) }
 }

@@ -13,7 +13,7 @@ public enum DemoData {
         let directory = Directory(database: database)
 
         let demo = try await directory.createCompany(name: "Residencial Demo", gateLat: -23.561684, gateLon: -46.655981, radius: 50)
-        try await directory.createGate(company: demo, token: "demo-gate")
+        try await directory.createGate(company: demo, token: "demo-gate", allowGuessable: true)
         let a101 = try await directory.createUnit(company: demo, label: "A-101")
         _ = try await directory.createUnit(company: demo, label: "A-102")
         let b201 = try await directory.createUnit(company: demo, label: "B-201")
@@ -25,7 +25,7 @@ public enum DemoData {
                                                           permissions: [Permission.admin, Permission.operator, Permission.visits])
 
         let azul = try await directory.createCompany(name: "Condomínio Azul", gateLat: -22.9068, gateLon: -43.1729, radius: 50)
-        try await directory.createGate(company: azul, token: "azul-gate")
+        try await directory.createGate(company: azul, token: "azul-gate", allowGuessable: true)
         let azul101 = try await directory.createUnit(company: azul, label: "101")
         let azulResidents = try await directory.createSector(company: azul, name: "Moradores",
                                                              permissions: [Permission.visits, Permission.unitsSettings, Permission.devicesManage])

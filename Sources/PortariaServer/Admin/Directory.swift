@@ -87,10 +87,25 @@ public struct Directory: Sendable {
         return id
     }
 
+    /// Characters of a token of `Crypto.gateTokenBytes` random bytes in base64url; a chosen
+    /// token shorter than this is refused unless `allowGuessable` (the demo's `demo-gate`).
+    public static let minimumGateTokenLength = 22
+
+    /// A new gate token: 128 random bits, base64url (22 characters). The token is the
+    /// only secret between the QR code on the gate and anyone on the internet.
+    public static func randomGateToken() -> String { Base64URL.encode(Crypto.randomBytes(16)) }
+
+    /// Creates a gate. Without `token` it gets a random one (`randomGateToken`); a chosen
+    /// token must be at least `minimumGateTokenLength` characters unless `allowGuessable`.
     @discardableResult
-    public func createGate(company: String, token: String, name: String = "Portão principal") async throws -> String {
+    public func createGate(company: String, token: String? = nil, name: String = "Portão principal",
+                           allowGuessable: Bool = false) async throws -> (id: String, token: String) {
+        let token = token ?? Self.randomGateToken()
         guard token.count >= 4, token.count <= 64, token.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw DirectoryError("gate token must be 4–64 characters of letters, digits, '-' or '_'")
+        }
+        guard allowGuessable || token.count >= Self.minimumGateTokenLength else {
+            throw DirectoryError("gate token must be at least \(Self.minimumGateTokenLength) characters (a short one can be guessed); omit --token for a random one")
         }
         let id = Self.newID()
         try await mapping {
@@ -99,7 +114,7 @@ public struct Directory: Sendable {
                                .text(id), .text(company), .text(token), .text(name), .date(Date()))
             }
         }
-        return id
+        return (id, token)
     }
 
     public static func validUsername(_ username: String) -> Bool {
@@ -135,11 +150,20 @@ public struct Directory: Sendable {
         return id
     }
 
-    public func setPassword(user: String, password: String) async throws {
+    /// Sets a user's password and ends every session they have, in one transaction: a
+    /// password is changed because it may be known to someone else, who must not keep a
+    /// session opened with it. Access tokens stop at their next request (the session is
+    /// checked on each), refresh tokens with their session; live sockets within 10 s.
+    /// Returns the number of sessions ended.
+    @discardableResult
+    public func setPassword(user: String, password: String, now: Date = Date()) async throws -> Int {
         if let problem = PasswordHasher.validate(password) { throw DirectoryError(problem) }
         let hash = await hasher.hash(password)
-        try await database.write { db in
+        return try await database.write { db in
             try db.execute("UPDATE users SET password_hash = ? WHERE id = ?", .text(hash), .text(user))
+            return try db.execute("""
+                UPDATE sessions SET revoked_at = ?, revoked_reason = 'password_changed' WHERE user_id = ? AND revoked_at IS NULL
+                """, .date(now), .text(user))
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaWebSocket
 
 /// One `portaria serve` process: the database, the HTTP/WebSocket listener and the
 /// routes of every capability, assembled in one place.
@@ -23,10 +24,14 @@ public final class Application: Sendable {
     private let pushWake: Task<Void, Never>
     /// Held for the life of the server on SQLite: one server per database file.
     private let databaseLock: DatabaseFileLock?
+    /// Returns freed heap pages to the kernel every minute (see `MemoryPolicy`).
+    private let memoryTrimmer = MemoryTrimmer()
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
     public init(configuration: ServerConfiguration, log: Log = .shared) async throws {
+        // Before the first argon2 hash (demo seeding): see MemoryPolicy for why.
+        MemoryPolicy.apply()
         var configuration = configuration
         if let extra = configuration.caFile { configuration.caFile = try CABundle.combined(with: extra) }
         self.configuration = configuration
@@ -39,6 +44,8 @@ public final class Application: Sendable {
         http.port = configuration.port
         http.maxBodySize = configuration.maxBodySize
         http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
+        http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
+        http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
@@ -53,7 +60,8 @@ public final class Application: Sendable {
         if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
 
         if configuration.seedDemo { try await DemoData.seedIfEmpty(database, log: log) }
-        let secrets = try await ServiceSecrets.loadOrCreate(database)
+        for warning in configuration.warnings { log.warning(warning) }
+        let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile, log: log)
         let outbound = OutboundHTTPClient(caFile: configuration.caFile)
         let sms: any SmsSender
         if let webhook = configuration.smsWebhook {
@@ -64,6 +72,7 @@ public final class Application: Sendable {
         }
         var auth = AuthService(database: database, secrets: secrets, sms: sms,
                                loginLimitPerAccount: configuration.loginLimit, log: log)
+        auth.otpLimits = configuration.otpLimits
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
         let push = try Self.pushProviders(configuration, log: log)
@@ -73,7 +82,9 @@ public final class Application: Sendable {
         pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
                                 sink: VisitTimelinePushSink(), log: log)
 
-        webSockets = WebSocketHub(log: log)
+        var socketConfiguration = WebSocketConfiguration.server
+        socketConfiguration.maxMessageSize = RealtimeLimits().maxClientMessageBytes
+        webSockets = WebSocketHub(configuration: socketConfiguration, log: log)
         iceServers = try ICEServerProvider(configuration: configuration)
         if iceServers.turn == nil {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
@@ -89,11 +100,16 @@ public final class Application: Sendable {
         visitsConfiguration.gateLimit = configuration.gateLimit
         visitsConfiguration.dataDirectory = configuration.dataDirectory
         visitsConfiguration.retentionDays = configuration.retentionDays
+        visitsConfiguration.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
         visits = VisitsModule(database: database, authenticator: authenticator, configuration: visitsConfiguration, log: log)
         visits.register(on: router)
 
         var realtimeLimits = RealtimeLimits()
         if let perUser = configuration.realtimeConnectionsPerUser { realtimeLimits.connectionsPerUser = perUser }
+        realtimeLimits.residentRelayOnly = iceServers.turn != nil
+        if iceServers.turn == nil {
+            log.warning("no TURN: video calls use direct candidates, so a visitor's page sees the answering resident's IP addresses (set --turn-url in production)")
+        }
         realtime = RealtimeFeed(database: database, hub: webSockets, limits: realtimeLimits, log: log)
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.
@@ -119,7 +135,7 @@ public final class Application: Sendable {
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         let visitService = visits.service
         CallRoutes(iceServers: iceServers, authenticator: authenticator,
-                   visitorVisit: { request in try await visitService.visitorVisitID(request) }).register(on: router)
+                   visitorVisit: { request in try await visitService.visitorLiveCall(request) }).register(on: router)
         RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
                        authenticator: authenticator, visits: visits.service,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)
@@ -163,6 +179,7 @@ public final class Application: Sendable {
         listener?.start()
         try server.start()
         pushWorker.start()
+        memoryTrimmer.start()
         log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
                                "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
     }
@@ -176,6 +193,7 @@ public final class Application: Sendable {
         await visits.stop()
         pushWake.cancel()
         await pushWorker.stop()
+        memoryTrimmer.stop()
         pushShutdown()
         await database.close()
         databaseLock?.unlock()

@@ -10,14 +10,14 @@ struct AuthRoutes {
         let auth = auth
         let authenticator = authenticator
         router.post("/v1/auth/login") { request in
-            .json(try await auth.login(try request.decode(LoginRequest.self), clientAddress: request.clientAddress))
+            .json(try await auth.login(try request.decode(LoginRequest.self), clientAddress: request.limitAddress))
         }
         router.post("/v1/auth/otp/send") { request in
-            try await auth.sendOTP(try request.decode(OTPSendRequest.self), clientAddress: request.clientAddress)
+            try await auth.sendOTP(try request.decode(OTPSendRequest.self), clientAddress: request.limitAddress)
             return .json(JSONValue.object(["status": .string("accepted"), "expires_in": .number(AuthService.otpLifetime)]), status: 202)
         }
         router.post("/v1/auth/otp/verify") { request in
-            .json(try await auth.verifyOTP(try request.decode(OTPVerifyRequest.self), clientAddress: request.clientAddress))
+            .json(try await auth.verifyOTP(try request.decode(OTPVerifyRequest.self), clientAddress: request.limitAddress))
         }
         router.post("/v1/auth/generate_access_token") { request in
             .json(try await auth.generateAccessToken(try request.decode(GenerateAccessTokenRequest.self)))

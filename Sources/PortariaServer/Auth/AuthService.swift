@@ -24,9 +24,31 @@ public struct AuthService: Sendable {
     public static let otpMaxAttempts = 5
     public static let otpTokenLifetime: TimeInterval = 5 * 60
     public static let otpSendWindow: TimeInterval = 10 * 60
-    public static let otpSendsPerPhone = 3
     public static let otpSendsPerIP = 10
     public static let otpVerifiesPerIP = 30
+    public static let day: TimeInterval = 86_400
+
+    /// Per-phone limits of SMS codes (decision 0013). Six digits against ten wrong tries a
+    /// day is a 1-in-100 000 chance per phone per day; the same daily cap and the doubling
+    /// gap between sends keep anyone from flooding a phone with SMS.
+    public struct OTPLimits: Sendable {
+        /// Codes sent to one phone per 24 h.
+        public var sendsPerPhonePerDay = 10
+        /// The wait before the second code of the day; it doubles with each further code,
+        /// up to an hour (0 turns the gap off; tests only).
+        public var firstResendGap: TimeInterval = 30
+        /// Wrong (or code-less) verifications of one phone per 24 h; past that the phone is
+        /// locked out — even the right code gets 429 — until the window ends.
+        public var failuresPerPhonePerDay = 10
+        public init() {}
+
+        /// The wait required after the `sent`-th code of the day before the next one.
+        func gap(afterSends sent: Int) -> TimeInterval {
+            guard sent > 0, firstResendGap > 0 else { return 0 }
+            return min(firstResendGap * pow(2, Double(min(sent - 1, 20))), 3600)
+        }
+    }
+    public var otpLimits = OTPLimits()
 
     public init(database: any SQLDatabase, secrets: ServiceSecrets, sms: any SmsSender,
                 loginLimitPerAccount: Int = 10, log: Log = .shared) {
@@ -44,24 +66,54 @@ public struct AuthService: Sendable {
     /// so this is wider than the per-account limit.
     var loginLimitPerIP: Int { loginLimitPerAccount * 10 }
 
+    /// The first step-up pause; it doubles with each further `loginLimitPerAccount`
+    /// failures of the account in the window, up to `maxStepUpDelay`.
+    public var stepUpDelay: Duration = .seconds(1)
+    public static let maxStepUpDelay: Duration = .seconds(8)
+
     // MARK: Password login
 
+    /// Password login, throttled three ways (decision 0013):
+    /// - per (account, address): `loginLimitPerAccount` failures per 15 min, then 429 from
+    ///   that address only — a stranger who knows a username cannot lock its owner out;
+    /// - per address: 10 × that, then 429 (one source guessing many accounts);
+    /// - per account, across addresses: past `loginLimitPerAccount` failures the account
+    ///   is *stepped up*, not refused: every attempt on it waits before its password is
+    ///   checked (1 s, doubling up to 8 s), so the owner still gets in with the right
+    ///   password from anywhere while guessing gets slower.
+    /// Limits are checked with reads first (a refused attempt writes nothing), then the
+    /// attempt is counted in one commit before the password check, so parallel guesses
+    /// cannot outrun the count; a success takes its attempt back.
     public func login(_ body: LoginRequest, clientAddress: String) async throws -> LoginResponse {
         try require(!body.username.isEmpty, field: "username", "username is required")
         try require(body.username.utf8.count <= 128, field: "username", "username is too long")
         try require(!body.password.isEmpty, field: "password", "password is required")
         try require(body.password.utf8.count <= 1024, field: "password", "password is too long")
         let username = body.username.lowercased()
+        let pairBucket = "login:user-ip:" + username + "|" + clientAddress
         let accountBucket = "login:user:" + username
         let ipBucket = "login:ip:" + clientAddress
+        let pairLimit = loginLimitPerAccount
+        let ipLimit = loginLimitPerIP
 
-        // Count the attempt *before* the (slow, queued) password check: a check-then-count
-        // would let hundreds of parallel guesses through before the first failure lands.
-        // A success then takes its attempt back, so only failures stay counted.
         let at = now()
-        for (bucket, limit) in [(accountBucket, loginLimitPerAccount), (ipBucket, loginLimitPerIP)] {
-            let window = try await limiter.hit(bucket, window: Self.loginWindow, now: at)
-            if window.count > limit { throw Self.rateLimited(retryAfter: window.retryAfter) }
+        for (bucket, limit) in [(pairBucket, pairLimit), (ipBucket, ipLimit)] {
+            let seen = try await limiter.peek(bucket, window: Self.loginWindow, now: at)
+            if seen.count >= limit { throw Self.rateLimited(retryAfter: seen.retryAfter) }
+        }
+        let accountFailures = try await database.write { db -> Int in
+            let pair = try RateLimiter.hit(db, pairBucket, window: Self.loginWindow, now: at)
+            let address = try RateLimiter.hit(db, ipBucket, window: Self.loginWindow, now: at)
+            // A parallel guess that got past the reads above: refused, and not counted.
+            if pair.count > pairLimit { throw Self.rateLimited(retryAfter: pair.retryAfter) }
+            if address.count > ipLimit { throw Self.rateLimited(retryAfter: address.retryAfter) }
+            return try RateLimiter.hit(db, accountBucket, window: Self.loginWindow, now: at).count
+        }
+        if accountFailures > loginLimitPerAccount {
+            let doublings = min((accountFailures - 1) / loginLimitPerAccount - 1, 3)
+            let pause = min(stepUpDelay * (1 << doublings), Self.maxStepUpDelay)
+            log.info("login step-up: account has many failed logins", ["pause_ms": .number(Double(pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000))])
+            try await Task.sleep(for: pause)
         }
 
         let user = try await accounts.user(username: username)
@@ -71,8 +123,12 @@ public struct AuthService: Sendable {
             log.info("login failed", ["ip": .string(clientAddress)])
             throw HTTPError(status: 401, code: .invalidCredentials, message: "usuário ou senha inválidos")
         }
-        try await limiter.undo(ipBucket)
-        try await limiter.reset(accountBucket)
+        try await database.write { db in
+            try db.execute("DELETE FROM rate_limits WHERE bucket = ?", .text(pairBucket))
+            for bucket in [ipBucket, accountBucket] {
+                try db.execute("UPDATE rate_limits SET count = count - 1 WHERE bucket = ? AND count > 0", .text(bucket))
+            }
+        }
         return try await issueSession(for: user)
     }
 
@@ -197,36 +253,63 @@ public struct AuthService: Sendable {
         Crypto.hmacSHA256(key: secrets.otpPepper, data: Array("\(phone):\(code)".utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Answers the same whether or not the phone belongs to someone; the SMS goes out in
-    /// the background so the answer's timing does not tell either.
+    /// Answers the same — in body *and time* — whether or not the phone belongs to someone:
+    /// the limits, the only work on the answer path, are the same for every phone; looking
+    /// the phone up, storing the code and sending the SMS happen after the answer, in the
+    /// background (decision 0013). An accepted send that fails there is only logged; the
+    /// user asks for another code.
     public func sendOTP(_ body: OTPSendRequest, clientAddress: String) async throws {
         guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone) else {
             throw HTTPError.invalidRequest("phone must be a phone number with country code, e.g. +5511999990001", field: "phone")
         }
         let at = now()
-        let perPhone = try await limiter.hit("otp:send:phone:" + phone, window: Self.otpSendWindow, now: at)
-        let perIP = try await limiter.hit("otp:send:ip:" + clientAddress, window: Self.otpSendWindow, now: at)
-        if perPhone.count > Self.otpSendsPerPhone { throw Self.rateLimited(retryAfter: perPhone.retryAfter) }
-        if perIP.count > Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: perIP.retryAfter) }
-        guard let user = try await accounts.user(phone: phone), !user.disabled else { return }
-        let code = Self.randomCode()
-        let hash = codeHash(phone: phone, code: code)
-        try await database.write { db in
-            // A new code replaces any earlier one for this phone.
-            try db.execute("UPDATE otp_codes SET consumed_at = ? WHERE phone = ? AND consumed_at IS NULL", .date(at), .text(phone))
-            try db.execute("""
-                INSERT INTO otp_codes (id, phone, code_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
-                """, .text(UUID().uuidString.lowercased()), .text(phone), .text(hash), .date(at),
-                     .date(at.addingTimeInterval(Self.otpLifetime)))
+        let limits = otpLimits
+        let ipBucket = "otp:send:ip:" + clientAddress
+        let dayBucket = "otp:send:day:" + phone
+        let gapBucket = "otp:send:gap:" + phone
+        // Reads first: a refused send costs no write.
+        let perIP = try await limiter.peek(ipBucket, window: Self.otpSendWindow, now: at)
+        if perIP.count >= Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: perIP.retryAfter) }
+        let failures = try await limiter.peek("otp:verify:phone:" + phone, window: Self.day, now: at)
+        if failures.count >= limits.failuresPerPhonePerDay { throw Self.rateLimited(retryAfter: failures.retryAfter) }
+        let today = try await limiter.peek(dayBucket, window: Self.day, now: at)
+        if today.count >= limits.sendsPerPhonePerDay { throw Self.rateLimited(retryAfter: today.retryAfter) }
+        let gap = limits.gap(afterSends: today.count)
+        if gap > 0 {
+            let last = try await limiter.peek(gapBucket, window: gap, now: at)
+            if last.count > 0 { throw Self.rateLimited(retryAfter: last.retryAfter) }
         }
-        let sms = sms
-        let log = log
-        Task {
-            do {
-                try await sms.send(to: phone, message: "Portaria: seu código de acesso é \(code). Ele expira em 10 minutos. Não compartilhe.")
-            } catch {
-                log.error("sms send failed", ["error": .string(String(describing: error))])
+        // One commit counts the send everywhere; a concurrent send to the same phone that
+        // got there first makes this one a 429 (the transaction rolls back).
+        try await database.write { db in
+            let day = try RateLimiter.hit(db, dayBucket, window: Self.day, now: at)
+            let spaced = try RateLimiter.hit(db, gapBucket, window: max(gap, 1), now: at)
+            let address = try RateLimiter.hit(db, ipBucket, window: Self.otpSendWindow, now: at)
+            if day.count > limits.sendsPerPhonePerDay { throw Self.rateLimited(retryAfter: day.retryAfter) }
+            if gap > 0 && spaced.count > 1 { throw Self.rateLimited(retryAfter: spaced.retryAfter) }
+            if address.count > Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: address.retryAfter) }
+        }
+        let service = self
+        Task { await service.deliverOTP(to: phone, at: at) }
+    }
+
+    /// The part of a send that depends on whether the phone is someone's: after the answer.
+    func deliverOTP(to phone: String, at: Date) async {
+        do {
+            guard let user = try await accounts.user(phone: phone), !user.disabled else { return }
+            let code = Self.randomCode()
+            let hash = codeHash(phone: phone, code: code)
+            try await database.write { db in
+                // A new code replaces any earlier one for this phone.
+                try db.execute("UPDATE otp_codes SET consumed_at = ? WHERE phone = ? AND consumed_at IS NULL", .date(at), .text(phone))
+                try db.execute("""
+                    INSERT INTO otp_codes (id, phone, code_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
+                    """, .text(UUID().uuidString.lowercased()), .text(phone), .text(hash), .date(at),
+                         .date(at.addingTimeInterval(Self.otpLifetime)))
             }
+            try await sms.send(to: phone, message: "Portaria: seu código de acesso é \(code). Ele expira em 10 minutos. Não compartilhe.")
+        } catch {
+            log.error("sms code not delivered", ["error": .string(String(describing: error))])
         }
     }
 
@@ -248,8 +331,16 @@ public struct AuthService: Sendable {
         try require(body.code.count == 6 && body.code.allSatisfy { $0.isASCII && $0.isNumber }, field: "code",
                     "code must be 6 digits")
         let at = now()
-        let perIP = try await limiter.hit("otp:verify:ip:" + clientAddress, window: Self.otpSendWindow, now: at)
-        if perIP.count > Self.otpVerifiesPerIP { throw Self.rateLimited(retryAfter: perIP.retryAfter) }
+        let perIP = try await limiter.admit("otp:verify:ip:" + clientAddress, max: Self.otpVerifiesPerIP, window: Self.otpSendWindow, now: at)
+        if !perIP.allowed { throw Self.rateLimited(retryAfter: perIP.window.retryAfter) }
+        // Counted before the check (parallel guesses cannot outrun it) and taken back on
+        // success; a phone at its daily count is locked out, right code or not.
+        let phoneBucket = "otp:verify:phone:" + phone
+        let perPhone = try await limiter.admit(phoneBucket, max: otpLimits.failuresPerPhonePerDay, window: Self.day, now: at)
+        if !perPhone.allowed {
+            log.warning("otp verification locked for a phone after too many failures")
+            throw Self.rateLimited(retryAfter: perPhone.window.retryAfter)
+        }
         let presented = codeHash(phone: phone, code: body.code)
         let maxAttempts = Self.otpMaxAttempts
         let outcome = try await database.write { db -> OTPOutcome in
@@ -268,6 +359,7 @@ public struct AuthService: Sendable {
               let user = try await accounts.user(phone: verifiedPhone), !user.disabled else {
             throw HTTPError(status: 401, code: .invalidOTP, message: "código inválido ou expirado")
         }
+        try await limiter.undo(phoneBucket)
         let token = Crypto.opaqueToken()
         try await database.write { db in
             try db.execute("INSERT INTO otp_tokens (token_hash, user_id, expires_at) VALUES (?, ?, ?)",

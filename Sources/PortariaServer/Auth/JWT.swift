@@ -84,9 +84,16 @@ public struct JWTCodec: Sendable {
         let seconds = Int64(now.timeIntervalSince1970)
         guard claims.iss == Self.issuer else { throw .wrongIssuer }
         guard claims.aud == Self.audience else { throw .wrongAudience }
-        guard claims.exp + leeway > seconds else { throw .expired }
-        guard claims.iat - leeway <= seconds else { throw .notYetValid }
+        guard !isExpired(claims, at: seconds) else { throw .expired }
+        // `seconds ± leeway` cannot overflow (the clock is ours); `exp`/`iat ± leeway`
+        // could (they are the token's), so the leeway goes on our side of each comparison.
+        guard claims.iat <= seconds + leeway else { throw .notYetValid }
         return claims
+    }
+
+    /// Whether `claims` expired (with the leeway) at `seconds` since 1970.
+    func isExpired(_ claims: AccessClaims, at seconds: Int64) -> Bool {
+        claims.exp <= seconds - leeway
     }
 }
 
@@ -103,7 +110,7 @@ final class VerifiedTokenCache: Sendable {
 
     func verify(_ token: String, with codec: JWTCodec, now: Date) throws(TokenError) -> AccessClaims {
         if let claims = entries.withLock({ $0[token] }) {
-            guard claims.exp + codec.leeway > Int64(now.timeIntervalSince1970) else {
+            guard !codec.isExpired(claims, at: Int64(now.timeIntervalSince1970)) else {
                 entries.withLock { _ = $0.removeValue(forKey: token) }
                 throw .expired
             }

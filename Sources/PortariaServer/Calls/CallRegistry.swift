@@ -52,7 +52,13 @@ public actor CallRegistry<C: Clock> where C.Duration == Duration {
     public let signalLimits: CallSignal.Limits
     private var entries: [String: Entry] = [:]
 
-    public init(clock: C, limits: CallSession.Limits = .init(), signalLimits: CallSignal.Limits = .init()) {
+    /// Forward only TURN relay candidates from residents to visitors (`CandidatePrivacy`);
+    /// on when TURN is configured.
+    public let residentRelayOnly: Bool
+
+    public init(clock: C, limits: CallSession.Limits = .init(), signalLimits: CallSignal.Limits = .init(),
+                residentRelayOnly: Bool = false) {
+        self.residentRelayOnly = residentRelayOnly
         self.clock = clock
         self.limits = limits
         self.signalLimits = signalLimits
@@ -90,6 +96,12 @@ public actor CallRegistry<C: Clock> where C.Duration == Duration {
     public func handle(_ signal: CallSignal, from peer: CallPeer) -> [CallDirective] {
         guard entries[signal.visitID] != nil else {
             return [.send(.error(CallSession.notFound(signal.type, signal.visitID)), to: peer)]
+        }
+        var signal = signal
+        if residentRelayOnly, peer.role == .resident {
+            // A host or server-reflexive candidate names the resident's network: dropped.
+            guard let filtered = CandidatePrivacy.forVisitor(signal) else { return [] }
+            signal = filtered
         }
         return apply(CallEvent(signal, from: peer), to: signal.visitID)
     }

@@ -7,7 +7,8 @@ import PortariaCore
 struct CallRoutes {
     let iceServers: ICEServerProvider
     let authenticator: Authenticator
-    /// Resolves a visitor token to its visit, so the gate page can fetch relay credentials.
+    /// Resolves a visitor token to its visit while a call is live for it (else 409
+    /// `CALL_NOT_ACTIVE`), so the gate page can fetch relay credentials for that call only.
     let visitorVisit: @Sendable (HTTPRequest) async throws -> String
 
     func register(on router: Router) {

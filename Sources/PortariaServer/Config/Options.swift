@@ -30,6 +30,9 @@ public struct UsageError: Error, CustomStringConvertible {
 public struct ParsedOptions: Sendable {
     public var values: [String: String] = [:]
     public var positional: [String] = []
+    /// Options given on the command line (not from the environment): a secret there is
+    /// readable by every user of the machine through `ps`.
+    public var fromCommandLine: Set<String> = []
 
     public func value(_ name: String) -> String? { values[name] }
     public func flag(_ name: String) -> Bool {
@@ -70,6 +73,7 @@ public struct ParsedOptions: Sendable {
             guard let spec = byName[name] else {
                 throw UsageError("unknown option --\(name) (try --help)")
             }
+            parsed.fromCommandLine.insert(name)
             if spec.takesValue {
                 if let inlineValue {
                     parsed.values[name] = inlineValue

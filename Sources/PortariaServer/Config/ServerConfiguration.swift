@@ -18,6 +18,10 @@ public struct ServerConfiguration: Sendable {
     public var smsWebhook: String?
     public var turnURL: String?
     public var turnSecret: String?
+    /// The key that wraps the secrets kept in the database (`--secrets-key-file`).
+    public var secretsKeyFile: String?
+    /// Things worth a warning at startup (a secret given on the command line, …).
+    public var warnings: [String] = []
     /// Proxies whose `X-Forwarded-For` is believed (addresses or IPv4 CIDR blocks).
     public var trustedProxies: [String] = []
     /// Browser origins allowed to open `/v1/realtime` besides the server's own.
@@ -25,8 +29,17 @@ public struct ServerConfiguration: Sendable {
     public var gateLimit = 10
     public var loginLimit = 10
     public var maxBodySize = 1 << 20
+    /// Connections one client address may hold (0: no limit). Behind `--trusted-proxies`
+    /// every connection comes from the proxy, so the limit is off there.
+    public var maxConnectionsPerIP = 1024
+    /// Request bodies held in memory across all connections at once; beyond it, 503.
+    public var maxBufferedBodyBytes = 128 << 20
     /// Days photos, voice messages and visitor locations are kept (LGPD).
     public var retentionDays = 90
+    /// MiB of photos and voice messages one company's visitors may store per 24 h.
+    public var mediaQuotaMB = 512
+    /// SMS-code limits per phone (`AuthService.OTPLimits`); the CLI knobs are for tests.
+    public var otpLimits = AuthService.OTPLimits()
     /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
     public var benchRoutes = false
     /// Realtime sockets one user may hold (`RealtimeLimits.connectionsPerUser`). Raised only by
@@ -60,16 +73,23 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("ca-file", help: "extra CA bundle for outbound TLS"),
         OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
         OptionSpec("turn-url", help: "TURN relay for video calls: turn:host[:port] or turns:host[:port]"),
-        OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret"),
+        OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret (prefer --turn-secret-file or the environment: ps shows arguments)"),
+        OptionSpec("turn-secret-file", help: "file holding the coturn shared secret (first line)"),
+        OptionSpec("secrets-key-file", help: "32-byte key (raw, hex or base64) that wraps the JWT keys and OTP pepper in the database"),
         OptionSpec("trusted-proxies", help: "comma-separated proxy addresses/CIDRs whose X-Forwarded-For names the client"),
         OptionSpec("allowed-origins", help: "comma-separated browser origins allowed on /v1/realtime besides this server's own"),
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
+        OptionSpec("max-connections-per-ip", help: "connections one client address may hold; 0 = no limit (default 1024; off behind --trusted-proxies)"),
+        OptionSpec("max-buffered-body-mb", help: "request bodies held in memory at once across connections, MiB (default 128)"),
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
+        OptionSpec("media-quota-mb", help: "MiB of photos and voice messages one company's visitors may store per 24 h (default 512)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("push-lease-seconds", help: "push job lease (default 60; tests shorten it)", hidden: true),
+        OptionSpec("otp-resend-gap-seconds", help: "wait before a phone's second SMS code of the day, doubling after (default 30; 0 for tests)", hidden: true),
+        OptionSpec("otp-failures-per-day", help: "wrong SMS codes per phone per 24 h before lockout (default 10)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
         OptionSpec("realtime-connections-per-user", help: "realtime sockets per user (default 10; make bench raises it)", hidden: true),
     ]
@@ -101,6 +121,13 @@ public struct ServerConfiguration: Sendable {
         configuration.smsWebhook = options.value("sms-webhook")
         configuration.turnURL = options.value("turn-url")
         configuration.turnSecret = options.value("turn-secret")
+        if let file = options.value("turn-secret-file") {
+            guard options.value("turn-secret") == nil else { throw UsageError("give --turn-secret-file or --turn-secret, not both") }
+            configuration.turnSecret = try SecretFile.read(file, option: "--turn-secret-file")
+        } else if options.fromCommandLine.contains("turn-secret") {
+            configuration.warnings.append("--turn-secret on the command line is visible to every user of this machine (ps); use --turn-secret-file or PORTARIA_TURN_SECRET")
+        }
+        configuration.secretsKeyFile = options.value("secrets-key-file")
         configuration.trustedProxies = (options.value("trusted-proxies") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         do { _ = try TrustedProxies(configuration.trustedProxies) } catch let error as ServerStartError {
@@ -111,7 +138,12 @@ public struct ServerConfiguration: Sendable {
         configuration.gateLimit = try options.integer("gate-limit", default: 10, range: 1...1_000_000)
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
+        configuration.maxConnectionsPerIP = try options.integer("max-connections-per-ip", default: 1024, range: 0...1_000_000)
+        configuration.maxBufferedBodyBytes = try options.integer("max-buffered-body-mb", default: 128, range: 8...65_536) << 20
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
+        configuration.mediaQuotaMB = try options.integer("media-quota-mb", default: 512, range: 1...1_048_576)
+        configuration.otpLimits.firstResendGap = TimeInterval(try options.integer("otp-resend-gap-seconds", default: 30, range: 0...3600))
+        configuration.otpLimits.failuresPerPhonePerDay = try options.integer("otp-failures-per-day", default: 10, range: 1...1000)
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")
         configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))

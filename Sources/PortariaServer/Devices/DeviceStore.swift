@@ -61,26 +61,48 @@ public struct DeviceRecord: Sendable, Equatable {
     }
 }
 
-/// The device registry: one row per app installation, owned by the user logged in on it.
+/// The device registry: one row per (user, app installation).
 public struct DeviceStore: Sendable {
     public let database: any SQLDatabase
     public var now: @Sendable () -> Date = { Date() }
+    /// Devices one user may register (decision 0013).
+    public var maxDevicesPerUser = 10
 
     public init(database: any SQLDatabase) { self.database = database }
 
     /// Registers or renews. Returns the device and whether it was created.
     ///
-    /// - The installation id is the key: the same install re-registering (new token, new
-    ///   capabilities, or another user logged in on it) updates its row.
+    /// - The (user, installation id) pair is the key: the same install re-registering (new
+    ///   token, new capabilities) updates its row. The installation id is the app's own
+    ///   choice, so another user sending the same id gets a row of their own and never
+    ///   takes this one over.
     /// - A token is unique to one install: when it shows up on another row (an app
     ///   reinstalled, a phone handed to someone else) it is taken off the old row, which
     ///   must never ring for the wrong person.
+    /// - A user has at most `maxDevicesPerUser` rows: a new one replaces the user's oldest
+    ///   device whose push token is no longer active (moved, unregistered); with none, 409
+    ///   `DEVICE_LIMIT_REACHED`.
     public func register(userID: String, _ registration: DeviceRegistration) async throws -> (DeviceRecord, created: Bool) {
         let at = now()
         let registration = registration
+        let cap = maxDevicesPerUser
         let body: @Sendable (any SQLConnection) throws -> (DeviceRecord, Bool) = { db in
-            let existing = try db.queryOne("SELECT * FROM devices WHERE installation_id = ?\(db.dialect.forUpdate)",
-                                           .text(registration.installationID)).map(DeviceRecord.init)
+            let existing = try db.queryOne("SELECT * FROM devices WHERE user_id = ? AND installation_id = ?\(db.dialect.forUpdate)",
+                                           .text(userID), .text(registration.installationID)).map(DeviceRecord.init)
+            if existing == nil {
+                let count = try db.queryOne("SELECT COUNT(*) AS n FROM devices WHERE user_id = ?", .text(userID))?.int("n") ?? 0
+                if count >= Int64(cap) {
+                    guard let stale = try db.queryOne("""
+                        SELECT id FROM devices WHERE user_id = ? AND push_token_status <> 'active'
+                        ORDER BY updated_at, id LIMIT 1
+                        """, .text(userID))?.string("id") else {
+                        throw HTTPError(status: 409, code: .deviceLimitReached,
+                                        message: "a user may register \(cap) devices; remove one with DELETE /v1/devices/{id}",
+                                        details: ["limit": .number(Double(cap))])
+                    }
+                    try db.execute("DELETE FROM devices WHERE id = ?", .text(stale))
+                }
+            }
             let id = existing?.id ?? UUID().uuidString.lowercased()
             // Take the tokens off any other row first (the unique indexes demand it).
             try db.execute("UPDATE devices SET push_token = NULL, push_token_status = 'moved', updated_at = ? WHERE push_token = ? AND id <> ?",
@@ -95,7 +117,6 @@ public struct DeviceStore: Sendable {
             if let existing {
                 // A new token starts with a clean record; the same token keeps its history.
                 let tokenChanged = existing.pushToken != registration.pushToken || existing.voipToken != registration.voipToken
-                    || existing.userID != userID
                 try db.execute("""
                     UPDATE devices SET user_id = ?, platform = ?, push_token = ?, push_token_status = 'active',
                         voip_token = ?, voip_token_status = ?, app_version = ?, device_name = ?, locale = ?,
@@ -109,11 +130,6 @@ public struct DeviceStore: Sendable {
                           optionalBool(caps.notificationsEnabled), optionalBool(caps.fullScreenIntentAllowed),
                           optionalBool(caps.ignoringBatteryOptimizations), .optional(caps.manufacturer), .optional(caps.osVersion),
                           .date(at), .date(at), .bool(tokenChanged), .text(id)])
-                if existing.userID != userID {
-                    // The install changed hands: pushes still queued for the previous user stay with them.
-                    try db.execute("UPDATE push_jobs SET status = 'cancelled', last_error = 'device changed user' WHERE device_id = ? AND status IN ('pending', 'sending')",
-                                   .text(id))
-                }
             } else {
                 try db.execute("""
                     INSERT INTO devices (id, user_id, installation_id, platform, push_token, push_token_status, voip_token,

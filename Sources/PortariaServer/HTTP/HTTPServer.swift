@@ -19,6 +19,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Per-connection memory for the request line and headers; bigger headers get 431.
     public var headerMemoryLimit: Int = 16 * 1024
     public var maxBodySize: Int = 1 << 20
+    /// Body bytes held in memory across every connection at once. Bodies are buffered
+    /// whole (handlers get them in one piece); without a global bound, many connections
+    /// each sending just under `maxBodySize` add up to whatever they like.
+    public var maxBufferedBodyBytes: Int = 128 << 20
     /// Larger limits for particular routes (uploads), by method and path; nil keeps
     /// `maxBodySize`. Decided from the request line, before any body byte is read.
     public var bodyLimitOverride: @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil }
@@ -46,6 +50,19 @@ public final class HTTPServer: @unchecked Sendable {
     /// and finally "close" whatever reused it (a database connection). So the stop waits
     /// for every upgraded socket to come back, and a hand-back after the stop is a no-op.
     let upgrades = Locked(UpgradeLedger())
+    /// Body bytes currently buffered by all requests (see `maxBufferedBodyBytes`).
+    let bufferedBodyBytes = Locked(0)
+    /// Connections suspended while their handler runs, and whether the daemon is stopping.
+    /// libmicrohttpd aborts the process if it is stopped with a connection suspended, and
+    /// a resume after the stop would touch freed memory: both are decided under this lock.
+    let handlers = Locked(HandlerState())
+    struct HandlerState {
+        var suspended: [ObjectIdentifier: (context: RequestContext, connection: ConnectionHandle)] = [:]
+        var daemonStopped = false
+        /// Resumes running now, outside the lock.
+        var resuming = 0
+        var running: Int { suspended.count }
+    }
     private var daemon: OpaquePointer?
     /// The daemon's reference to this server, from `start()` until `shutdown()` has stopped
     /// it: libmicrohttpd's threads call back into `self` until then. Without it, the last
@@ -66,6 +83,8 @@ public final class HTTPServer: @unchecked Sendable {
     struct UpgradeLedger {
         var open = 0
         var daemonStopped = false
+        /// Hand-backs running now, outside the lock (see `releaseUpgrade`).
+        var releasing = 0
     }
 
     public init(router: Router, configuration: HTTPServerConfiguration = .init(), log: Log = .shared) {
@@ -142,8 +161,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// socket + SO_REUSEADDR + bind + listen, with the reason in words when it fails.
     private static func listen(on address: SocketAddress, host: String, port: UInt16, backlog: Int) throws -> OwnedDescriptor {
+        // Non-blocking: every thread of libmicrohttpd's pool watches this socket and all
+        // are woken for one connection; with a blocking socket the threads that lose the
+        // race would sit in accept() and stop serving their own connections.
         guard let listener = OwnedDescriptor.socket(family: address.isIPv6 ? AF_INET6 : AF_INET,
-                                                    type: Int32(SOCK_STREAM.rawValue)) else {
+                                                    type: Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)) else {
             throw ServerStartError("cannot create a socket: \(String(cString: strerror(errno)))")
         }
         // SO_REUSEADDR lets a restarted server bind while the old one's connections sit in
@@ -191,9 +213,9 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Stops accepting, lets in-flight requests finish (up to `gracePeriod`), then closes
-    /// every socket.
-    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+    /// Stops accepting, lets in-flight requests finish (up to `gracePeriod`; handlers that
+    /// are still running up to `handlerGrace` more), then closes every socket.
+    public func shutdown(gracePeriod: Duration = .seconds(10), handlerGrace: Duration = .seconds(30)) async {
         let proceed = state.withLock { state -> Bool in
             guard state == .running else { return false }
             state = .draining
@@ -208,11 +230,43 @@ public final class HTTPServer: @unchecked Sendable {
         }
         let abandoned = inFlight.current
         if abandoned > 0 { log.warning("shutdown: requests still running after grace period", ["count": .number(Double(abandoned))]) }
+        // Requests still *receiving* are simply closed, but a handler that is running will
+        // resume its connection when it finishes: wait for those (each is bounded by its
+        // own timeouts), up to `handlerGrace` more. Past that, the flag set with the stop
+        // keeps a late handler from resuming a connection the daemon has freed.
+        let handlerDeadline = ContinuousClock.now + handlerGrace
+        var waited = false
+        while handlers.current.running > 0 && ContinuousClock.now < handlerDeadline {
+            if !waited { log.warning("shutdown: waiting for running handlers", ["count": .number(Double(handlers.current.running))]) }
+            waited = true
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        // Whatever still runs is answered 503 now and its connection resumed, so none is
+        // left suspended; the late handler then finds its entry gone and does nothing.
+        let forced = handlers.withLock { state -> Int in
+            state.daemonStopped = true
+            for (context, connection) in state.suspended.values {
+                context.response = HTTPError(status: 503, code: .serviceUnavailable, message: "the server is shutting down").response
+                MHD_resume_connection(connection.pointer)
+            }
+            defer { state.suspended.removeAll() }
+            return state.suspended.count
+        }
+        if forced > 0 { log.warning("shutdown: handlers still running were answered 503", ["count": .number(Double(forced))]) }
+        // Let the answers just handed over (awaited or forced) reach their clients.
+        let drain = ContinuousClock.now + .seconds(1)
+        while (waited || forced > 0) && inFlight.current > 0 && ContinuousClock.now < drain {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         let unreleased = upgrades.withLock { ledger -> Int in
             ledger.daemonStopped = true
             return ledger.open
         }
         if unreleased > 0 { log.warning("shutdown: upgraded sockets not handed back", ["count": .number(Double(unreleased))]) }
+        // Hand-backs and resumes that started before the flags were set finish first.
+        while upgrades.current.releasing > 0 || handlers.current.resuming > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         MHD_stop_daemon(daemon)
         if quiesced >= 0 { OwnedDescriptor(quiesced).close() }
         self.daemon = nil
@@ -222,6 +276,31 @@ public final class HTTPServer: @unchecked Sendable {
         retainedByDaemon = nil
     }
 
+    /// Claims `count` more buffered body bytes; false when the server-wide budget is spent.
+    func reserveBodyBytes(_ count: Int) -> Bool {
+        bufferedBodyBytes.withLock { total in
+            let (sum, overflow) = total.addingReportingOverflow(count)
+            guard !overflow, sum <= configuration.maxBufferedBodyBytes else { return false }
+            total = sum
+            return true
+        }
+    }
+
+    /// Records a connection about to be suspended for its handler; false when the daemon
+    /// is stopping (the caller answers at once instead of suspending).
+    func suspending(_ context: RequestContext, _ connection: ConnectionHandle) -> Bool {
+        handlers.withLock { state in
+            guard !state.daemonStopped else { return false }
+            state.suspended[ObjectIdentifier(context)] = (context, connection)
+            return true
+        }
+    }
+
+    func releaseBodyBytes(_ count: Int) {
+        guard count > 0 else { return }
+        bufferedBodyBytes.withLock { $0 -= count }
+    }
+
     /// An upgraded socket was handed to a WebSocket (libmicrohttpd thread).
     func upgradeOpened() {
         upgrades.withLock { $0.open += 1 }
@@ -229,11 +308,38 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Gives an upgraded socket back to libmicrohttpd, which closes it — unless the daemon
     /// already stopped (then it closed the socket and freed `handle` itself).
+    ///
+    /// libmicrohttpd is never called with our lock held: it takes its own locks inside, and
+    /// one of its threads may be waiting for ours (an upgrade arriving calls
+    /// `upgradeOpened`), which deadlocked the event loop and that thread. The stop instead
+    /// waits for hand-backs already running (`releasing`).
     func releaseUpgrade(_ release: () -> Void) {
-        upgrades.withLock { ledger in
+        let proceed = upgrades.withLock { ledger -> Bool in
             ledger.open -= 1
-            if !ledger.daemonStopped { release() }
+            guard !ledger.daemonStopped else { return false }
+            ledger.releasing += 1
+            return true
         }
+        guard proceed else { return }
+        release()
+        upgrades.withLock { $0.releasing -= 1 }
+    }
+
+    /// A handler's answer is ready: hand it over and resume the connection — unless
+    /// shutdown already answered it (checked and done under one lock).
+    /// `MHD_resume_connection` runs outside the lock (libmicrohttpd takes its own inside);
+    /// the stop waits for resumes already under way (`resuming`).
+    func handlerFinished(_ context: RequestContext, response: HTTPResponse, route: String) {
+        let entry = handlers.withLock { state -> (context: RequestContext, connection: ConnectionHandle)? in
+            guard let entry = state.suspended.removeValue(forKey: ObjectIdentifier(context)) else { return nil }
+            state.resuming += 1
+            return entry
+        }
+        guard let entry else { return }
+        context.route = route
+        context.response = response
+        MHD_resume_connection(entry.connection.pointer)
+        handlers.withLock { $0.resuming -= 1 }
     }
 
     // MARK: Dispatch of one request

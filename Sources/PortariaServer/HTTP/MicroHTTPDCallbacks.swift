@@ -16,6 +16,13 @@ final class RequestContext: @unchecked Sendable {
     var declaredLength: Int?
     var discardedBytes = 0
     var bodyTooLarge = false
+    /// Body bytes this request holds against the server-wide budget (released when it completes).
+    var reservedBodyBytes = 0
+    /// The budget was spent: the body is discarded and the answer is 503.
+    var overBudget = false
+    /// `Content-Length` was claimed whole when the headers arrived (chunked bodies claim
+    /// their bytes as they come).
+    var bodyPrereserved = false
     var maxBodySize = 0
     var response: HTTPResponse?
     var handlerStarted = false
@@ -145,11 +152,33 @@ func portariaAccessHandler(
         if let length = headers["content-length"].flatMap(Int.init) {
             context.declaredLength = length
             if length > context.maxBodySize {
-                // Answer before reading the body: libmicrohttpd then skips "100 Continue"
-                // and closes the connection instead of swallowing a huge upload.
-                return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context)
+                // A client that waits for "100 Continue" hears the 413 before sending any
+                // body, and so does one whose body is beyond what we would ever drain:
+                // libmicrohttpd then skips the 100 and closes instead of swallowing it.
+                // Anyone else (Python urllib, many mobile stacks) writes the whole body
+                // before reading: answering now and closing with its bytes unread makes the
+                // kernel send a reset, and the client sees "connection reset" instead of
+                // the 413. So read and discard the body, bounded, and answer when it is in.
+                let waitsForContinue = headers["expect"]?.lowercased().contains("100-continue") == true
+                if waitsForContinue || length > BodyDrain.byteLimit(forBodyLimit: context.maxBodySize) {
+                    return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context)
+                }
+                context.bodyTooLarge = true
+                return portaria_mhd_yes
             }
-            context.request.body.reserveCapacity(length)
+            // Reserve what a small body needs, not what the client claims: a declared
+            // length costs memory only as its bytes arrive (the array grows as they do).
+            context.request.body.reserveCapacity(min(max(length, 0), 64 * 1024))
+            // A declared body claims its share of the server-wide budget now, before any
+            // byte is read: admission does not depend on how far the reading got.
+            if length > 0 {
+                if server.reserveBodyBytes(length) {
+                    context.reservedBodyBytes = length
+                    context.bodyPrereserved = true
+                } else {
+                    context.overBudget = true
+                }
+            }
         }
         return portaria_mhd_yes
     }
@@ -162,10 +191,25 @@ func portariaAccessHandler(
             context.bodyTooLarge = true
             context.request.body = []
         }
-        if context.bodyTooLarge {
+        if !context.bodyTooLarge && !context.overBudget && !context.bodyPrereserved {
+            if server.reserveBodyBytes(size) {
+                context.reservedBodyBytes += size
+            } else {
+                context.overBudget = true
+                server.releaseBodyBytes(context.reservedBodyBytes)
+                context.reservedBodyBytes = 0
+                context.request.body = []
+            }
+        }
+        if context.bodyTooLarge || context.overBudget {
             context.discardedBytes += size
-            // A chunked upload that keeps going past a generous margin is dropped outright.
-            if context.discardedBytes > 4 * context.maxBodySize { return portaria_mhd_no }
+            // A chunked upload that keeps going past the drain allowance, or a body that
+            // trickles in for too long, is dropped outright: memory was never at stake
+            // (nothing is kept), the connection's time and bandwidth are.
+            if context.discardedBytes > BodyDrain.byteLimit(forBodyLimit: context.maxBodySize)
+                || ContinuousClock.now - context.startedAt > BodyDrain.timeLimit {
+                return portaria_mhd_no
+            }
         } else if let uploadData {
             uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
                 context.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
@@ -177,6 +221,12 @@ func portariaAccessHandler(
 
     // The request is complete.
     if context.bodyTooLarge { return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context) }
+    if context.overBudget {
+        var busy = HTTPError(status: 503, code: .serviceUnavailable,
+                             message: "the server is receiving too many uploads at once; try again shortly")
+        busy.headers = [("Retry-After", "5")]
+        return queue(busy.response, on: connection, context: context)
+    }
     if let response = context.response {
         if let upgrade = response.upgrade {
             return queueUpgrade(response, upgrade, on: connection, context: context)
@@ -185,15 +235,32 @@ func portariaAccessHandler(
     }
     guard !context.handlerStarted else { return portaria_mhd_yes }
     context.handlerStarted = true
-    MHD_suspend_connection(connection)
     let handle = ConnectionHandle(pointer: connection)
+    guard server.suspending(context, handle) else {
+        return queue(HTTPError(status: 503, code: .serviceUnavailable, message: "the server is shutting down").response,
+                     on: connection, context: context)
+    }
+    MHD_suspend_connection(connection)
     Task {
         let (response, route) = await server.respond(to: context.request)
-        context.route = route
-        context.response = response
-        MHD_resume_connection(handle.pointer)
+        server.handlerFinished(context, response: response, route: route)
     }
     return portaria_mhd_yes
+}
+
+/// How much of an oversized body the server reads and throws away so that a client
+/// which writes its whole body before reading still receives the 413 (a lingering close,
+/// done in the access handler because libmicrohttpd has none).
+enum BodyDrain {
+    /// Four times the route's limit: an honest client that misjudged the size by a few
+    /// megabytes gets its answer; an endless or huge upload is cut off early.
+    static func byteLimit(forBodyLimit limit: Int) -> Int {
+        let (product, overflow) = limit.multipliedReportingOverflow(by: 4)
+        return overflow ? Int.max : product
+    }
+
+    /// Draining stops after this long even within the byte allowance (a trickling sender).
+    static let timeLimit: Duration = .seconds(10)
 }
 
 private func payloadTooLarge(_ limit: Int) -> HTTPResponse {
@@ -209,6 +276,8 @@ func portariaRequestCompleted(
     contextSlot.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
     context.server.inFlight.withLock { $0 -= 1 }
+    context.server.releaseBodyBytes(context.reservedBodyBytes)
+    context.reservedBodyBytes = 0
     let elapsed = ContinuousClock.now - context.startedAt
     let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
     var fields: [String: JSONValue] = [

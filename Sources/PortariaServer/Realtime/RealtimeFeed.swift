@@ -12,7 +12,57 @@ public struct RealtimeLimits: Sendable {
     public var replayWindow = 1000
     /// How often live sockets' sessions are re-checked (logout, reuse detection).
     public var sessionCheckInterval: Duration = .seconds(10)
+    /// What one socket may send. Client messages are small (the largest, an SDP offer, is
+    /// a few KiB) and rare (a ping every 30 s, a burst of ICE candidates as a call starts):
+    /// anything beyond is abuse, and it would otherwise queue in front of every company's
+    /// events, since one task serves the whole feed.
+    public var maxClientMessageBytes = 64 * 1024
+    /// Sustained client messages per second per socket, and the burst above it.
+    public var clientMessagesPerSecond = 20.0
+    public var clientMessageBurst = 60.0
+    /// Messages of one socket waiting for the feed task; more closes the socket (1008).
+    public var maxPendingPerSocket = 32
+    /// Forward only TURN relay candidates from residents to visitors (set when TURN is
+    /// configured; see `CandidatePrivacy`).
+    public var residentRelayOnly = false
     public init() {}
+}
+
+/// Admission of one socket's messages into the feed: a token bucket plus a bound on the
+/// messages still waiting to be handled. Called on the WebSocket loop thread (admit) and
+/// the feed task (done), hence the lock.
+final class InboundBudget: Sendable {
+    private struct State {
+        var tokens: Double
+        var refilledAt: ContinuousClock.Instant
+        var pending = 0
+    }
+    private let state: Locked<State>
+    private let limits: RealtimeLimits
+
+    init(limits: RealtimeLimits, now: ContinuousClock.Instant = .now) {
+        self.limits = limits
+        state = Locked(State(tokens: limits.clientMessageBurst, refilledAt: now))
+    }
+
+    /// Whether one more message may go to the feed now; counts it as pending if so.
+    func admit(now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            let elapsed = now - state.refilledAt
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            state.tokens = min(limits.clientMessageBurst, state.tokens + max(0, seconds) * limits.clientMessagesPerSecond)
+            state.refilledAt = now
+            guard state.tokens >= 1, state.pending < limits.maxPendingPerSocket else { return false }
+            state.tokens -= 1
+            state.pending += 1
+            return true
+        }
+    }
+
+    /// The feed handled one admitted message.
+    func done() {
+        state.withLock { $0.pending -= 1 }
+    }
 }
 
 /// Fans committed visit events out to WebSocket subscribers.
@@ -34,7 +84,7 @@ public final class RealtimeFeed: Sendable {
         case pokeAll
         case checkSessions
         case endSession(String)
-        case received(WebSocketConnection, String)
+        case received(WebSocketConnection, String, InboundBudget)
         case call([CallDirective])
         case count(CheckedContinuation<Int, Never>)
     }
@@ -48,7 +98,7 @@ public final class RealtimeFeed: Sendable {
 
     public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared) {
         self.limits = limits
-        let calls = LiveCallRegistry(clock: ContinuousClock())
+        let calls = LiveCallRegistry(clock: ContinuousClock(), residentRelayOnly: limits.residentRelayOnly)
         self.calls = calls
         let (stream, continuation) = AsyncStream<Command>.makeStream()
         commands = continuation
@@ -90,7 +140,10 @@ public final class RealtimeFeed: Sendable {
         commands.yield(.join(connection, subscriber, since: since))
     }
     func leave(_ connection: WebSocketConnection) { commands.yield(.leave(connection)) }
-    func received(_ connection: WebSocketConnection, _ text: String) { commands.yield(.received(connection, text)) }
+    /// A client message, already admitted by the socket's `budget` (released when handled).
+    func received(_ connection: WebSocketConnection, _ text: String, budget: InboundBudget) {
+        commands.yield(.received(connection, text, budget))
+    }
 
     /// Sockets currently subscribed (for tests and metrics).
     public func subscriberCount() async -> Int {
@@ -159,7 +212,9 @@ private final class FeedState {
             case .pokeAll: for companyID in companies.keys { try await deliver(companyID: companyID) }
             case .checkSessions: try await checkSessions()
             case .endSession(let sessionID): await close(sessions: [sessionID])
-            case .received(let connection, let text): await received(connection, text)
+            case .received(let connection, let text, let budget):
+                defer { budget.done() }
+                await received(connection, text)
             case .call(let directives): try await perform(directives)
             case .count(let reply): reply.resume(returning: companyOf.count)
             }
@@ -211,6 +266,18 @@ private final class FeedState {
         connection.send(text: JSONValue.object(["type": .string("subscribed"),
                                                 "seq": .number(Double(member.lastDelivered))]).jsonText)
         if let peer = member.peer { try await perform(await calls.participantJoined(peer)) }
+        // A visit that closed between the ticket check and this join: the replay (if any)
+        // is queued, then the visitor's socket closes as it would have at the event.
+        if case .visitor(let visitID) = subscriber.role, try await visitIsClosed(visitID) {
+            await closeVisitorSockets(visitID: visitID, companyID: companyID)
+        }
+    }
+
+    func visitIsClosed(_ visitID: String) async throws -> Bool {
+        let status = try await database.read { db in
+            try db.queryOne("SELECT status FROM visits WHERE id = ?", .text(visitID))?.string("status")
+        }
+        return status.flatMap(VisitStatus.init(rawValue:))?.isTerminal ?? true
     }
 
     /// The newest seq the log holds for a company.
@@ -293,8 +360,19 @@ private final class FeedState {
             }
         case "visit.resolved", "visit.cancelled", "visit.expired":
             try await perform(await calls.close(visitID: visitID))
+            await closeVisitorSockets(visitID: visitID, companyID: event.companyID)
         default:
             break
+        }
+    }
+
+    /// A visitor token follows its visit only while it is open: once the closing frame
+    /// is queued (delivery runs before this), the gate page's sockets close normally.
+    func closeVisitorSockets(visitID: String, companyID: String) async {
+        guard let members = companies[companyID]?.members.values else { return }
+        for member in members where member.subscriber.role == .visitor(visitID: visitID) {
+            member.connection.close(code: .normal, reason: "visit closed")
+            await leave(member.connection)
         }
     }
 
@@ -418,25 +496,20 @@ private final class FeedState {
     // MARK: Messages from clients
 
     func received(_ connection: WebSocketConnection, _ text: String) async {
-        guard let data = text.data(using: .utf8),
-              let message = try? JSONCoding.decoder().decode(JSONValue.self, from: data),
-              let type = message["type"]?.stringValue else {
+        switch RealtimeClientMessage.parse(text) {
+        case .invalid:
             connection.send(text: Self.error("INVALID_MESSAGE", "frames are JSON objects with a string \"type\""))
-            return
-        }
-        switch type {
-        case "ping":
+        case .ping:
             connection.send(text: JSONValue.object(["type": .string("pong")]).jsonText)
-        case _ where CallMessageType.isCallFrame(type):
+        case .call(let type, let data):
             let key = ObjectIdentifier(connection)
             guard let companyID = companyOf[key], let peer = companies[companyID]?.members[key]?.peer else {
                 connection.send(text: Self.error("CALL_NOT_FOUND", "this socket is not part of a call"))
                 return
             }
-            let data = Array((message["data"] ?? .object([:])).jsonText.utf8)
             try? await perform(await calls.receive(type: type, data: data, from: peer))
-        default:
-            connection.send(text: Self.error("UNKNOWN_TYPE", "unknown message type \(type.prefix(40))"))
+        case .unknown(let type):
+            connection.send(text: Self.error("UNKNOWN_MESSAGE_TYPE", "unknown message type \(type.prefix(40))"))
         }
     }
 

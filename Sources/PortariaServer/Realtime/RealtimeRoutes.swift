@@ -19,17 +19,15 @@ struct RealtimeRoutes {
     }
 
     /// Bearer JWTs (residents, operators) and visitor tokens (the gate page) both open the
-    /// stream; a JWT has three dot-separated parts, a visitor token none.
-    func subscriber(for request: HTTPRequest) async throws -> Subscriber {
+    /// stream; a JWT has three dot-separated parts, a visitor token none. A visitor token
+    /// follows its visit only while the visit is open, and takes a bounded number of
+    /// tickets (`VisitService.visitorLive`).
+    func subscriber(for request: HTTPRequest, takingTicket: Bool = false) async throws -> Subscriber {
         guard Authenticator.bearerIsVisitorToken(request) else {
             return Subscriber(caller: try await authenticator.caller(request))
         }
-        let visitID = try await visits.visitorVisitID(request)
-        let companyID = try await visits.database.read { db in
-            try db.queryOne("SELECT company_id FROM visits WHERE id = ?", .text(visitID))?.string("company_id")
-        }
-        guard let companyID else { throw HTTPError.unauthorized("invalid or expired visitor token") }
-        return Subscriber(companyID: companyID, role: .visitor(visitID: visitID))
+        let access = try await visits.visitorLive(request, takingTicket: takingTicket)
+        return Subscriber(companyID: access.companyID, role: .visitor(visitID: access.visitID))
     }
 
     /// The subscriber a redeemed ticket stands for, re-checked now (the session may have
@@ -39,6 +37,12 @@ struct RealtimeRoutes {
             throw HTTPError.unauthorized("invalid, expired or already used ticket")
         }
         if let visitID = redeemed.visitID {
+            // The visit may have closed since the ticket was issued.
+            let status = try await visits.database.read { db in
+                try db.queryOne("SELECT status FROM visits WHERE id = ?", .text(visitID))?.string("status")
+            }.flatMap(VisitStatus.init(rawValue:))
+            guard let status else { throw HTTPError.unauthorized("invalid or expired visitor token") }
+            if status.isTerminal { throw VisitService.closed(status) }
             return Subscriber(companyID: redeemed.companyID, role: .visitor(visitID: visitID))
         }
         guard let userID = redeemed.userID, let sessionID = redeemed.sessionID,
@@ -65,7 +69,7 @@ struct RealtimeRoutes {
     func register(on router: Router) {
         let routes = self
         router.post("/v1/realtime/tickets") { request in
-            let subscriber = try await routes.subscriber(for: request)
+            let subscriber = try await routes.subscriber(for: request, takingTicket: true)
             let ticket = try await routes.tickets.issue(for: subscriber)
             return .json(TicketResponse(ticket: ticket, expiresIn: Int(RealtimeTickets.lifetime)), status: 201)
         }
@@ -95,9 +99,18 @@ struct RealtimeRoutes {
             let joined = subscriber
             let feed = routes.feed
             let resumeAfter = since
+            let budget = InboundBudget(limits: feed.limits)
             return try routes.hub.upgrade(request, handlers: .init(
                 onOpen: { connection in feed.join(connection, joined, since: resumeAfter) },
-                onText: { connection, text in feed.received(connection, text) },
+                onText: { connection, text in
+                    // Size is capped by the hub (1009); rate and backlog here, on the loop
+                    // thread, before anything reaches the feed's queue.
+                    guard budget.admit() else {
+                        connection.abortOnLoop(code: .policyViolation, reason: "too many messages")
+                        return
+                    }
+                    feed.received(connection, text, budget: budget)
+                },
                 onClose: { connection, _, _ in feed.leave(connection) }))
         }
     }

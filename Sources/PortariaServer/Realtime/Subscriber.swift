@@ -48,8 +48,11 @@ public struct Subscriber: Sendable, Equatable {
     /// What a user's membership lets a socket see (also used to re-check live sockets).
     init(userID: String, sessionID: String?, membership: CompanyMembership) {
         let permissions = membership.effectivePermissions
+        // The same rule as GET /v1/visits: without `visits.view` a resident's socket carries
+        // no visit of their units (device and push-health events follow their own permission).
+        let units = permissions.contains(Permission.visitsView) ? Set(membership.units.map(\.id)) : []
         self.init(companyID: membership.company.id,
-                  role: permissions.contains(Permission.operatorConsole) ? .companyWide : .resident(units: Set(membership.units.map(\.id))),
+                  role: permissions.contains(Permission.operatorConsole) ? .companyWide : .resident(units: units),
                   userID: userID, sessionID: sessionID, seesPushHealth: permissions.contains(Permission.adminPushHealth))
     }
 

@@ -79,6 +79,7 @@ struct BenchRoutes {
         router.get("/v1/bench/ws") { request in
             try hub.upgrade(request, topics: [Self.topic])
         }
+        BenchWebSocketEcho(hub: hub).register(on: router)
         router.post("/v1/bench/broadcast") { request in
             let body = try request.decode(Broadcast.self)
             let started = ContinuousClock.now

@@ -43,18 +43,28 @@ enum MediaSniffer {
         throw .unrecognized
     }
 
-    /// Copies a JPEG's segments up to the scan, dropping APP1 (Exif, XMP), APP2–APP13
-    /// and APP15 (ICC, IPTC, maker data) and comments; keeps APP0 (JFIF) and APP14 (Adobe,
-    /// needed to decode colours correctly) and everything the decoder needs. The
-    /// entropy-coded scan and what follows it are copied verbatim.
+    /// Copies a JPEG's segments, dropping APP1 (Exif, XMP), APP2–APP13 and APP15 (ICC,
+    /// IPTC, maker data) and comments wherever they appear (before the first scan or
+    /// between the scans of a progressive image); keeps APP0 (JFIF) and APP14 (Adobe,
+    /// needed to decode colours correctly) and everything the decoder needs. Entropy-coded
+    /// data is copied verbatim; whatever follows the end-of-image marker (the trailers
+    /// some phones append, with their own metadata) is dropped.
     ///
     /// Losing the Exif orientation is deliberate: the gate page draws the camera frame
     /// to a canvas (which applies orientation) before uploading.
+    ///
+    /// Every index is bounded by `bytes.count` (at most `maxPhotoBytes`) and every length
+    /// read from the file is at most 65,535, so no sum below can overflow.
     static func stripJPEG(_ bytes: [UInt8]) throws(Failure) -> [UInt8] {
         var output: [UInt8] = [0xFF, 0xD8]
+        output.reserveCapacity(bytes.count)
         var index = 2
         var sawFrame = false
-        while index < bytes.count {
+        var sawScan = false
+        while true {
+            guard index < bytes.count else {
+                throw .malformed(sawScan ? "JPEG has no end-of-image marker" : "JPEG has no image scan")
+            }
             guard bytes[index] == 0xFF else { throw .malformed("JPEG segment does not start with 0xFF at \(index)") }
             // Fill bytes (0xFF padding) may precede a marker.
             var markerIndex = index + 1
@@ -63,16 +73,18 @@ enum MediaSniffer {
             let marker = bytes[markerIndex]
             let segmentStart = markerIndex + 1
             switch marker {
-            case 0xD8, 0x01, 0xD0...0xD7:
-                throw .malformed("unexpected JPEG marker \(marker) before the scan")
             case 0xD9:
-                throw .malformed("JPEG has no image scan")
+                guard sawScan else { throw .malformed("JPEG has no image scan") }
+                output += [0xFF, 0xD9]
+                return output
+            case 0xD8, 0x01, 0x00, 0xD0...0xD7:
+                throw .malformed("unexpected JPEG marker \(marker) outside a scan")
             default:
                 break
             }
-            guard segmentStart + 2 <= bytes.count else { throw .malformed("JPEG segment length missing") }
+            guard bytes.count - segmentStart >= 2 else { throw .malformed("JPEG segment length missing") }
             let length = Int(bytes[segmentStart]) << 8 | Int(bytes[segmentStart + 1])
-            guard length >= 2, segmentStart + length <= bytes.count else { throw .malformed("JPEG segment overruns the file") }
+            guard length >= 2, length <= bytes.count - segmentStart else { throw .malformed("JPEG segment overruns the file") }
             let segmentEnd = segmentStart + length
             let keep: Bool
             switch marker {
@@ -81,17 +93,34 @@ enum MediaSniffer {
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
                 sawFrame = true
                 keep = true
-            default: keep = true                      // DQT, DHT, DRI, SOS, …
+            default: keep = true                      // DQT, DHT, DRI, SOS, DNL, …
             }
-            if keep { output += [0xFF, marker] + bytes[segmentStart..<segmentEnd] }
-            if marker == 0xDA {
-                guard sawFrame else { throw .malformed("JPEG scan before any frame header") }
-                output += bytes[segmentEnd...]
-                return output
+            if keep {
+                output += [0xFF, marker]
+                output += bytes[segmentStart..<segmentEnd]
             }
             index = segmentEnd
+            if marker == 0xDA {
+                guard sawFrame else { throw .malformed("JPEG scan before any frame header") }
+                sawScan = true
+                // The entropy-coded data runs to the next marker that is neither a stuffed
+                // 0xFF00 nor a restart marker (RST0–RST7).
+                var scanEnd = index
+                while scanEnd < bytes.count {
+                    if bytes[scanEnd] == 0xFF, scanEnd + 1 < bytes.count {
+                        let next = bytes[scanEnd + 1]
+                        if next == 0x00 || (0xD0...0xD7).contains(next) {
+                            scanEnd += 2
+                            continue
+                        }
+                        break
+                    }
+                    scanEnd += 1
+                }
+                output += bytes[index..<scanEnd]
+                index = scanEnd
+            }
         }
-        throw .malformed("JPEG has no image scan")
     }
 
     static let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
@@ -103,10 +132,12 @@ enum MediaSniffer {
         var output = pngSignature
         var index = pngSignature.count
         var first = true
-        while index + 12 <= bytes.count {
-            let length = Int(bytes[index]) << 24 | Int(bytes[index + 1]) << 16 | Int(bytes[index + 2]) << 8 | Int(bytes[index + 3])
+        // `length` is at most 2^31 − 1 (PNG's own limit, checked before it is added) and
+        // `index` at most `bytes.count`, so the sums below cannot overflow.
+        while bytes.count - index >= 12 {
+            let length = Int(read32(bytes, index))
+            guard length <= 0x7fff_ffff, length <= bytes.count - index - 12 else { throw .malformed("PNG chunk overruns the file") }
             let end = index + 12 + length
-            guard length >= 0, length < 0x7fff_ffff, end <= bytes.count else { throw .malformed("PNG chunk overruns the file") }
             let type = String(decoding: bytes[(index + 4)..<(index + 8)], as: UTF8.self)
             guard type.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else {
                 throw .malformed("PNG chunk type is not ASCII letters")
@@ -139,28 +170,54 @@ enum MediaSniffer {
         return voice
     }
 
-    /// Ogg/Opus: the first page carries `OpusHead` (pre-skip); the duration is the last
-    /// page's granule position (48 kHz samples) minus the pre-skip.
+    /// Durations are reported up to this (24.8 days, far over any limit) and capped
+    /// there: a number read from the file never takes part in arithmetic that can overflow.
+    static let durationCapMilliseconds = Int(Int32.max)
+
+    /// Ogg/Opus (RFC 7845): a beginning-of-stream page whose packet is `OpusHead` (with
+    /// the pre-skip), then pages of that stream whose granule positions count 48 kHz
+    /// samples. The duration is the largest granule position minus the pre-skip.
     static func ogg(_ bytes: [UInt8]) throws(Failure) -> Voice {
-        guard let head = find(Array("OpusHead".utf8), in: bytes, from: 0, limit: 512), head + 12 <= bytes.count else {
-            throw .unrecognized
-        }
-        let preSkip = Int(bytes[head + 10]) | Int(bytes[head + 11]) << 8
-        var granule: Int64 = -1
+        var opusSerial: UInt32?
+        var preSkip: UInt64 = 0
+        var lastGranule: UInt64?
         var index = 0
-        while index + 27 <= bytes.count {
-            guard Array(bytes[index..<(index + 4)]) == Array("OggS".utf8) else { throw .malformed("Ogg page expected at \(index)") }
-            var value: UInt64 = 0
-            for offset in (0..<8).reversed() { value = value << 8 | UInt64(bytes[index + 6 + offset]) }
+        while index < bytes.count {
+            guard bytes.count - index >= 27 else { throw .malformed("Ogg page header truncated at \(index)") }
+            guard bytes[index..<(index + 4)].elementsEqual("OggS".utf8) else { throw .malformed("Ogg page expected at \(index)") }
+            guard bytes[index + 4] == 0 else { throw .malformed("Ogg page version \(bytes[index + 4]) is not 0") }
+            let headerType = bytes[index + 5]
+            let granule = readLE(bytes, index + 6, count: 8)
+            let serial = UInt32(truncatingIfNeeded: readLE(bytes, index + 14, count: 4))
             let segments = Int(bytes[index + 26])
-            guard index + 27 + segments <= bytes.count else { throw .malformed("Ogg segment table overruns the file") }
-            let bodyLength = bytes[(index + 27)..<(index + 27 + segments)].reduce(0) { $0 + Int($1) }
-            if value != UInt64.max { granule = max(granule, Int64(bitPattern: value)) }
-            index += 27 + segments + bodyLength
+            let tableStart = index + 27
+            guard bytes.count - tableStart >= segments else { throw .malformed("Ogg segment table overruns the file") }
+            // At most 255 segments of at most 255 bytes: the page body is under 64 KiB.
+            let bodyStart = tableStart + segments
+            let bodyLength = bytes[tableStart..<bodyStart].reduce(0) { $0 + Int($1) }
+            guard bytes.count - bodyStart >= bodyLength else { throw .malformed("Ogg page overruns the file") }
+            let body = bytes[bodyStart..<(bodyStart + bodyLength)]
+            if headerType & 0x02 != 0 {
+                // Beginning of a logical stream: the identification header, granule 0.
+                if opusSerial == nil, body.starts(with: "OpusHead".utf8) {
+                    guard body.count >= 19 else { throw .malformed("OpusHead is truncated") }
+                    preSkip = readLE(bytes, bodyStart + 10, count: 2)
+                    opusSerial = serial
+                }
+            } else if serial == opusSerial, granule != UInt64.max {
+                // All ones: no packet ends on this page. Otherwise a signed 64-bit count.
+                guard granule <= UInt64(Int64.max) else { throw .malformed("Ogg granule position is negative") }
+                // Header pages (OpusTags) end at 0: only a page past 0 says where audio ends.
+                if granule > 0 { lastGranule = max(lastGranule ?? 0, granule) }
+            }
+            index = bodyStart + bodyLength
         }
-        guard index == bytes.count, granule >= 0 else { throw .malformed("Ogg stream is truncated") }
-        let samples = max(0, granule - Int64(preSkip))
-        return Voice(contentType: "audio/ogg", fileExtension: "ogg", durationMs: Int(samples * 1000 / 48_000))
+        guard opusSerial != nil else { throw .unrecognized }
+        guard let lastGranule else { throw .malformed("Ogg stream has no audio pages") }
+        // Samples at 48 kHz → ms: a division only, nothing to overflow.
+        let samples = lastGranule > preSkip ? lastGranule - preSkip : 0
+        let milliseconds = min(samples / 48, UInt64(durationCapMilliseconds))
+        return Voice(contentType: "audio/ogg", fileExtension: "ogg", durationMs: Int(milliseconds))
     }
 
     /// WebM (Matroska) with an Opus track. Browsers' MediaRecorder writes no Duration
@@ -170,10 +227,10 @@ enum MediaSniffer {
         var reader = EBMLReader(bytes: bytes)
         var docType = ""
         var codecs: [String] = []
-        var timecodeScale: Double = 1_000_000
-        var duration: Double = 0
-        var clusterTime: Int64 = 0
-        var lastBlock: Int64 = 0
+        var timecodeScale: UInt64 = 1_000_000    // nanoseconds per tick
+        var duration: Double = 0                 // ticks, as a float
+        var clusterTime: Int64 = 0               // ticks
+        var lastBlock: Int64 = 0                 // ticks
         let masters: Set<UInt32> = [0x1A45DFA3, 0x18538067, 0x1549A966, 0x1654AE6B, 0xAE, 0x1F43B675, 0xA0]
         while !reader.atEnd {
             let (id, size) = try reader.header()
@@ -183,25 +240,41 @@ enum MediaSniffer {
             switch id {
             case 0x4282: docType = String(decoding: payload, as: UTF8.self)
             case 0x86: codecs.append(String(decoding: payload, as: UTF8.self))
-            case 0x2AD7B1: timecodeScale = Double(unsigned(payload))
+            case 0x2AD7B1:
+                // An empty element means its default (RFC 8794 §6.3): 1 ms ticks.
+                timecodeScale = payload.isEmpty ? 1_000_000 : try unsigned(payload, "TimecodeScale")
+                guard timecodeScale > 0 else { throw .malformed("WebM TimecodeScale is zero") }
             case 0x4489:
-                if payload.count == 4 { duration = Double(Float(bitPattern: UInt32(truncatingIfNeeded: unsigned(payload)))) }
-                else if payload.count == 8 { duration = Double(bitPattern: unsigned(payload)) }
-            case 0xE7: clusterTime = Int64(unsigned(payload))
+                switch payload.count {
+                case 0: duration = 0                  // an empty float is 0 (RFC 8794 §7.3)
+                case 4: duration = Double(Float(bitPattern: UInt32(truncatingIfNeeded: try unsigned(payload, "Duration"))))
+                case 8: duration = Double(bitPattern: try unsigned(payload, "Duration"))
+                default: throw .malformed("WebM Duration is \(payload.count) bytes; a float is 0, 4 or 8")
+                }
+                guard duration.isFinite, duration >= 0 else { throw .malformed("WebM Duration is not a finite, non-negative number") }
+            case 0xE7:
+                guard let time = Int64(exactly: try unsigned(payload, "Timecode")) else {
+                    throw .malformed("WebM cluster timecode is out of range")
+                }
+                clusterTime = time
             case 0xA3, 0xA1:
                 // Block: track number (EBML varint), then a signed 16-bit relative timecode.
                 var block = EBMLReader(bytes: Array(payload))
                 _ = try block.varint(keepMarker: false)
                 let offset = try block.take(2)
                 let relative = Int16(bitPattern: UInt16(offset[offset.startIndex]) << 8 | UInt16(offset[offset.startIndex + 1]))
-                lastBlock = max(lastBlock, clusterTime + Int64(relative))
+                let (time, overflow) = clusterTime.addingReportingOverflow(Int64(relative))
+                guard !overflow else { throw .malformed("WebM block timecode is out of range") }
+                lastBlock = max(lastBlock, time)
             default: break
             }
         }
         guard docType == "webm" else { throw .unrecognized }
         guard codecs.contains("A_OPUS") else { throw .malformed("WebM voice messages must be Opus (A_OPUS)") }
-        let units = max(duration, Double(lastBlock))
-        return Voice(contentType: "audio/webm", fileExtension: "webm", durationMs: Int((units * timecodeScale / 1_000_000).rounded()))
+        // In Double: no trap; a product too large for a Double is +∞, which is capped.
+        let ticks = max(duration, Double(lastBlock))
+        let milliseconds = ticks * Double(timecodeScale) / 1_000_000
+        return Voice(contentType: "audio/webm", fileExtension: "webm", durationMs: try cappedMilliseconds(milliseconds))
     }
 
     /// M4A: an `mp4a` sample entry somewhere in `moov`, duration from `mvhd`.
@@ -210,29 +283,37 @@ enum MediaSniffer {
         var hasAAC = false
         func walk(_ start: Int, _ end: Int, depth: Int) throws(Failure) {
             var index = start
-            while index + 8 <= end {
-                var size = Int(read32(bytes, index))
+            // `index` and `end` stay within the file; box sizes are compared against what
+            // is left (`end - index`) before being added, so no sum can overflow.
+            while end - index >= 8 {
                 let type = String(decoding: bytes[(index + 4)..<(index + 8)], as: UTF8.self)
+                var size: Int
                 var header = 8
-                if size == 1 {
-                    guard index + 16 <= end else { throw .malformed("MP4 box header truncated") }
-                    size = Int(read32(bytes, index + 8)) << 32 | Int(read32(bytes, index + 12))
+                switch read32(bytes, index) {
+                case 1:
+                    guard end - index >= 16 else { throw .malformed("MP4 box header truncated") }
+                    let large = UInt64(read32(bytes, index + 8)) << 32 | UInt64(read32(bytes, index + 12))
+                    guard let exact = Int(exactly: large) else { throw .malformed("MP4 box \(type) overruns its parent") }
+                    size = exact
                     header = 16
-                } else if size == 0 {
+                case 0:
                     size = end - index
+                case let compact:
+                    size = Int(compact)
                 }
-                guard size >= header, index + size <= end else { throw .malformed("MP4 box \(type) overruns its parent") }
+                guard size >= header, size <= end - index else { throw .malformed("MP4 box \(type) overruns its parent") }
                 let body = index + header
+                let boxEnd = index + size
                 switch type {
                 case "moov", "trak", "mdia", "minf", "stbl":
-                    if depth < 8 { try walk(body, index + size, depth: depth + 1) }
+                    if depth < 8 { try walk(body, boxEnd, depth: depth + 1) }
                 case "stsd":
                     // Full box header (4) + entry count (4), then sample entries.
-                    if depth < 8 { try walk(body + 8, index + size, depth: depth + 1) }
+                    if depth < 8, boxEnd - body >= 8 { try walk(body + 8, boxEnd, depth: depth + 1) }
                 case "mp4a":
                     hasAAC = true
                 case "mvhd":
-                    guard body + 32 <= index + size else { throw .malformed("mvhd truncated") }
+                    guard boxEnd - body >= 32 else { throw .malformed("mvhd truncated") }
                     let version = bytes[body]
                     let timescale: UInt64
                     let duration: UInt64
@@ -244,10 +325,14 @@ enum MediaSniffer {
                         duration = UInt64(read32(bytes, body + 16))
                     }
                     guard timescale > 0 else { throw .malformed("mvhd timescale is zero") }
-                    durationMs = Int(min(duration, UInt64(Int32.max)) * 1000 / timescale)
+                    // Whole seconds and the remainder apart: remainder × 1000 < 2^42.
+                    let (wholeMs, overflow) = (duration / timescale).multipliedReportingOverflow(by: 1000)
+                    let partMs = duration % timescale * 1000 / timescale
+                    durationMs = overflow ? durationCapMilliseconds
+                        : Int(min(wholeMs.addingReportingOverflow(partMs).partialValue, UInt64(durationCapMilliseconds)))
                 default: break
                 }
-                index += size
+                index = boxEnd
             }
         }
         try walk(0, bytes.count, depth: 0)
@@ -262,17 +347,23 @@ enum MediaSniffer {
         UInt32(bytes[index]) << 24 | UInt32(bytes[index + 1]) << 16 | UInt32(bytes[index + 2]) << 8 | UInt32(bytes[index + 3])
     }
 
-    static func unsigned(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    /// A little-endian unsigned integer of `count` (≤ 8) bytes at `index`.
+    static func readLE(_ bytes: [UInt8], _ index: Int, count: Int) -> UInt64 {
+        (0..<count).reversed().reduce(0) { $0 << 8 | UInt64(bytes[index + $1]) }
     }
 
-    static func find(_ needle: [UInt8], in bytes: [UInt8], from: Int, limit: Int) -> Int? {
-        let end = min(bytes.count - needle.count, from + limit)
-        guard end >= from else { return nil }
-        for index in from...end where bytes[index] == needle[0] && Array(bytes[index..<(index + needle.count)]) == needle {
-            return index
-        }
-        return nil
+    /// An EBML unsigned integer element: big-endian, 0–8 bytes.
+    static func unsigned(_ bytes: ArraySlice<UInt8>, _ name: String) throws(Failure) -> UInt64 {
+        guard bytes.count <= 8 else { throw .malformed("WebM \(name) is \(bytes.count) bytes; at most 8") }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// Milliseconds as an Int, capped at `durationCapMilliseconds` (+∞, from a product of
+    /// two huge finite numbers, is capped too).
+    static func cappedMilliseconds(_ value: Double) throws(Failure) -> Int {
+        guard !value.isNaN, value >= 0 else { throw .malformed("duration is not a non-negative number") }
+        guard value < Double(durationCapMilliseconds) else { return durationCapMilliseconds }
+        return Int(value.rounded())
     }
 
     /// EBML variable-length integers, as Matroska/WebM uses them.

@@ -2,7 +2,8 @@ import Foundation
 import PortariaCore
 
 /// LGPD retention: photos, voice messages and visitor locations older than
-/// `--retention-days` are deleted; idempotency keys after 48 h. Logs what it deleted.
+/// `--retention-days` are deleted; idempotency keys after 48 h; ended rate-limit windows.
+/// Logs what it deleted.
 public actor RetentionJob {
     let database: any SQLDatabase
     let clock: any TimeSource
@@ -16,6 +17,7 @@ public actor RetentionJob {
         public var voiceMessages = 0
         public var locations = 0
         public var idempotencyKeys = 0
+        public var rateLimitWindows = 0
     }
 
     init(database: any SQLDatabase, clock: any TimeSource, dataDirectory: String, days: Int, log: Log = .shared) {
@@ -45,13 +47,17 @@ public actor RetentionJob {
                 WHERE created_at < ? AND (location_lat IS NOT NULL OR location_lon IS NOT NULL OR location_accuracy_m IS NOT NULL)
                 """, .date(cutoff))
             report.idempotencyKeys = try db.execute("DELETE FROM idempotency_keys WHERE created_at < ?", .date(keyCutoff))
+            // Ended rate-limit windows: one row per address that ever knocked, so without
+            // this the table grows with every guesser.
+            report.rateLimitWindows = try RateLimiter.prune(db, now: now)
             return (report, rows.compactMap { $0.string("path") })
         }
         for path in paths { media.remove(path) }
         log.info("retention sweep", ["retention_days": .number(Double(days)), "photos_deleted": .number(Double(report.photos)),
                                      "voice_messages_deleted": .number(Double(report.voiceMessages)),
                                      "locations_deleted": .number(Double(report.locations)),
-                                     "idempotency_keys_deleted": .number(Double(report.idempotencyKeys))])
+                                     "idempotency_keys_deleted": .number(Double(report.idempotencyKeys)),
+                                     "rate_limit_windows_deleted": .number(Double(report.rateLimitWindows))])
         return report
     }
 

@@ -79,7 +79,7 @@ enum VisitEngine {
                 if resolution.via == .auto {
                     // Nobody decided: residents are informed (the push layer turns this
                     // into an alert), since no one was asked.
-                    data["notify_user_ids"] = .array(try VisitStore.residents(db, unitID: row.unitID).map { .string($0.id) })
+                    data["notify_user_ids"] = .array(try VisitStore.notifiedResidents(db, unitID: row.unitID).map { .string($0.id) })
                 }
                 pending.append(PendingEvent(type: "visit.resolved", data: data))
             case .cancelled:

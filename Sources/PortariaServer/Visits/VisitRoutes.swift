@@ -55,30 +55,20 @@ public final class VisitsModule: Sendable {
         let service = service
         let settings = settings
         let authenticator = authenticator
-        let limiter = rateLimiter
         let gateLimit = configuration.gateLimit
-        let clock = service.clock
-
-        /// Fixed one-minute windows per (gate, source IP) in the database, shared by instances.
-        @Sendable func limit(_ bucket: String, _ max: Int) async throws {
-            let window = try await limiter.hit(bucket, window: 60, now: clock.now())
-            if window.count > max { throw VisitService.rateLimited(window) }
-        }
-        @Sendable func gateBucket(_ kind: String, _ token: String, _ request: HTTPRequest) -> String {
-            "gate-\(kind):\(Crypto.tokenHash(token).prefix(16)):\(request.clientAddress)"
-        }
 
         // MARK: Gate (public)
+        // Limits are fixed windows in the database, shared by instances, per (gate, source
+        // address) for real gates and per source address for unknown tokens.
         router.get("/v1/gates/{gate_token}") { request in
             let token = try request.parameter("gate_token")
-            try await limit(gateBucket("view", token, request), Swift.max(60, gateLimit * 6))
-            return .json(try await service.gateInfo(token: token))
+            return .json(try await service.gateInfo(token: token, address: request.limitAddress, viewLimit: Swift.max(60, gateLimit * 6)))
         }
         router.post("/v1/gates/{gate_token}/visits") { request in
             let token = try request.parameter("gate_token")
             let body = try VisitService.validate(try request.decode(CreateVisitRequest.self))
             // Counted inside the creation transaction: one commit per visit, not two.
-            let rateLimit = VisitService.GateRateLimit(bucket: gateBucket("visit", token, request), max: gateLimit)
+            let rateLimit = VisitService.GateRateLimit(address: request.limitAddress, max: gateLimit)
             return .json(try await service.createVisit(gateToken: token, request: body, rateLimit: rateLimit), status: 201)
         }
 

@@ -11,6 +11,21 @@ public struct VisitsConfiguration: Sendable {
     public var retentionDays = 90
     /// Unresolved visits expire after this.
     public var visitLifetime: TimeInterval = 24 * 3600
+    /// Unknown gate tokens one address may try per `gateGuessWindow`; past that, every
+    /// gate request from the address is refused until the window ends (decision 0013).
+    public var gateGuessLimit = 20
+    public var gateGuessWindow: TimeInterval = 600
+    /// Photo and voice-message uploads one visitor token may make (over the visit's life).
+    public var uploadsPerVisit = 10
+    /// Realtime tickets one visitor token may take per `visitorTicketWindow`.
+    public var ticketsPerVisit = 30
+    public var visitorTicketWindow: TimeInterval = 600
+    /// Bytes of photos and voice messages a company's visitors may store per 24 h
+    /// (`--media-quota-mb`); with the retention period it bounds a company's disk use.
+    public var mediaBytesPerCompanyPerDay = 512 * 1024 * 1024
+    /// How long after the answer a visitor may still get relay credentials: the longest
+    /// call (`CallSession.Limits.maxDuration`).
+    public var callWindow: TimeInterval = 15 * 60
     public init() {}
 }
 
@@ -70,9 +85,42 @@ public struct VisitService: Sendable {
                     gate: point, radius: row.double("gate_radius_m") ?? 50)
     }
 
-    /// `GET /v1/gates/{gate_token}`: the company's name and units, never residents.
+    /// A gate as one client address may see it. Unknown tokens count per address, not
+    /// per guessed token (a bucket per guess would never fill). An address over the
+    /// limit is refused with a read only — no lookup, no write — and for *every* token:
+    /// answering a real token differently from a guess would let the guessing go on.
+    func openGate(token: String, address: String) async throws -> Gate {
+        let limiter = RateLimiter(database: database)
+        let bucket = "gate-unknown:" + address
+        let now = clock.now()
+        let seen = try await limiter.peek(bucket, window: configuration.gateGuessWindow, now: now)
+        if seen.count >= configuration.gateGuessLimit { throw Self.rateLimited(seen) }
+        do {
+            return try await gate(token: token)
+        } catch let error as HTTPError where error.status == 404 {
+            let counted = try await limiter.hit(bucket, window: configuration.gateGuessWindow, now: now)
+            if counted.count > configuration.gateGuessLimit { throw Self.rateLimited(counted) }
+            throw error
+        }
+    }
+
+    /// `GET /v1/gates/{gate_token}` from `address`: the company's name and units, never
+    /// residents. Views of a real gate are limited per (gate, address) to `viewLimit` a
+    /// minute, checked before counting.
+    public func gateInfo(token: String, address: String, viewLimit: Int) async throws -> GateInfo {
+        let gate = try await openGate(token: token, address: address)
+        let view = try await RateLimiter(database: database)
+            .admit("gate-view:\(gate.id):\(address)", max: viewLimit, window: 60, now: clock.now())
+        if !view.allowed { throw Self.rateLimited(view.window) }
+        return try await gateInfo(gate)
+    }
+
+    /// `GET /v1/gates/{gate_token}` without per-address accounting (tests, tools).
     public func gateInfo(token: String) async throws -> GateInfo {
-        let gate = try await gate(token: token)
+        try await gateInfo(try await gate(token: token))
+    }
+
+    func gateInfo(_ gate: Gate) async throws -> GateInfo {
         let units = try await database.read { db in
             try db.query("SELECT id, label FROM units WHERE company_id = ? ORDER BY label", .text(gate.companyID))
                 .map { UnitSummary(id: $0.string("id") ?? "", label: $0.string("label") ?? "") }
@@ -105,15 +153,18 @@ public struct VisitService: Sendable {
         return request
     }
 
-    /// The gate's per-source limit (`--gate-limit` visits per minute), counted by `createVisit`.
+    /// The gate's per-source limit (`--gate-limit` visits per minute at one gate from one
+    /// address), counted by `createVisit`; the address also carries the unknown-token count.
     public struct GateRateLimit: Sendable {
-        public var bucket: String
+        /// The client address as limits key it (`AddressKey`).
+        public var address: String
         public var max: Int
         public var window: TimeInterval = 60
-        public init(bucket: String, max: Int) {
-            self.bucket = bucket
+        public init(address: String, max: Int) {
+            self.address = address
             self.max = max
         }
+        func bucket(gateID: String) -> String { "gate-visit:\(gateID):\(address)" }
     }
 
     static func rateLimited(_ window: RateLimiter.Window) -> HTTPError {
@@ -129,23 +180,20 @@ public struct VisitService: Sendable {
 
     /// `POST /v1/gates/{gate_token}/visits`: counts the attempt against `rateLimit`, creates
     /// the visit, plans its ring and rings the first step — all in one transaction (one
-    /// commit, one fsync on SQLite). Every attempt that reaches the database counts, as
-    /// with a separate limiter write: a refused or unknown-unit attempt commits its count
-    /// and nothing else.
+    /// commit, one fsync on SQLite). A source already over its limit is refused after a
+    /// read, before the transaction; an unknown-unit attempt commits its count and nothing
+    /// else. Unknown gate tokens count per address (`openGate`).
     public func createVisit(gateToken: String, request: CreateVisitRequest,
                             rateLimit: GateRateLimit? = nil) async throws -> CreateVisitResponse {
         let request = try Self.validate(request)
         let now = clock.now()
         let gate: Gate
-        do {
+        if let rateLimit {
+            gate = try await openGate(token: gateToken, address: rateLimit.address)
+            let seen = try await RateLimiter(database: database).peek(rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
+            if seen.count >= rateLimit.max { throw Self.rateLimited(seen) }
+        } else {
             gate = try await self.gate(token: gateToken)
-        } catch let error as HTTPError where error.status == 404 {
-            // An unknown gate token counts too (else guessing tokens would be unlimited).
-            if let rateLimit {
-                let window = try await RateLimiter(database: database).hit(rateLimit.bucket, window: rateLimit.window, now: now)
-                if window.count > rateLimit.max { throw Self.rateLimited(window) }
-            }
-            throw error
         }
         let token = Crypto.opaqueToken()
         let geofence = Geofence.evaluate(location: request.location, gate: gate.gate, radius: gate.radius)
@@ -153,7 +201,7 @@ public struct VisitService: Sendable {
         let lifetime = configuration.visitLifetime
         let creation = try await database.write { db -> Creation in
             if let rateLimit {
-                let window = try RateLimiter.hit(db, rateLimit.bucket, window: rateLimit.window, now: now)
+                let window = try RateLimiter.hit(db, rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
                 if window.count > rateLimit.max { return .limited(window) }
             }
             guard let unit = try db.queryOne("""
@@ -210,6 +258,61 @@ public struct VisitService: Sendable {
 
     // MARK: Visitor (visitor token)
 
+    /// What a visitor token opens, read in one query.
+    struct VisitorAccess: Sendable {
+        var visitID: String
+        var companyID: String
+        var status: VisitStatus
+        var answeredAt: Date?
+    }
+
+    static func closed(_ status: VisitStatus) -> HTTPError {
+        HTTPError(status: 409, code: .visitClosed, message: "the visit is already \(status.rawValue)",
+                  details: ["status": .string(status.rawValue)])
+    }
+
+    /// The visit a visitor token opens, with its state; 401 for anything else. A token
+    /// reads its visit for the visit's lifetime; what else it may do depends on the state.
+    func visitorAccess(_ request: HTTPRequest) async throws -> VisitorAccess {
+        let id = try await visitorVisitID(request)
+        let row = try await database.read { db in
+            try db.queryOne("SELECT company_id, status, answered_at FROM visits WHERE id = ?", .text(id))
+        }
+        guard let row, let companyID = row.string("company_id"),
+              let status = row.string("status").flatMap(VisitStatus.init(rawValue:)) else {
+            throw HTTPError.unauthorized("invalid or expired visitor token")
+        }
+        return VisitorAccess(visitID: id, companyID: companyID, status: status, answeredAt: row.date("answered_at"))
+    }
+
+    /// A visitor token that may still follow its visit live (tickets, sockets): the visit
+    /// is not closed, and the token is within its ticket allowance.
+    func visitorLive(_ request: HTTPRequest, takingTicket: Bool) async throws -> VisitorAccess {
+        let access = try await visitorAccess(request)
+        if access.status.isTerminal { throw Self.closed(access.status) }
+        if takingTicket {
+            let decision = try await RateLimiter(database: database).admit(
+                "visitor-ticket:" + access.visitID, max: configuration.ticketsPerVisit,
+                window: configuration.visitorTicketWindow, now: clock.now())
+            if !decision.allowed { throw Self.rateLimited(decision.window) }
+        }
+        return access
+    }
+
+    /// The visit whose call a visitor token may get relay credentials for: only while the
+    /// call is live (the visit answered, within the longest call). A relay credential is
+    /// bandwidth on our TURN server; a token that has no call gets none (409).
+    func visitorLiveCall(_ request: HTTPRequest) async throws -> String {
+        let access = try await visitorAccess(request)
+        guard access.status == .answered, let answeredAt = access.answeredAt,
+              clock.now() < answeredAt.addingTimeInterval(configuration.callWindow) else {
+            throw HTTPError(status: 409, code: .callNotActive,
+                            message: "relay credentials are issued only while a call is live for this visit",
+                            details: ["status": .string(access.status.rawValue)])
+        }
+        return access.visitID
+    }
+
     /// The visit a visitor token opens; 401 for anything else.
     func visitorVisitID(_ request: HTTPRequest) async throws -> String {
         guard let header = request.header("authorization") else {
@@ -257,8 +360,21 @@ public struct VisitService: Sendable {
 
     /// Stores a photo or voice message the visitor uploaded, after sniffing and (photos)
     /// stripping metadata.
+    ///
+    /// Media is evidence a resident decides on: once the visit is answered or resolved it
+    /// is frozen (409 `VISIT_MEDIA_FROZEN`), checked again under the visit's row lock so a
+    /// decision racing the upload wins. Uploads count per token (`uploadsPerVisit`, 429)
+    /// and bytes per company and day (`mediaBytesPerCompanyPerDay`, 507).
     public func visitorUpload(_ request: HTTPRequest, kind: MediaKind) async throws -> PublicVisit {
-        let id = try await visitorVisitID(request)
+        let access = try await visitorAccess(request)
+        let id = access.visitID
+        try Self.checkMediaOpen(access.status)
+        let allowance = try await RateLimiter(database: database).admit(
+            "visitor-upload:" + id, max: configuration.uploadsPerVisit, window: configuration.visitLifetime, now: clock.now())
+        if !allowance.allowed {
+            throw HTTPError(status: 429, code: .rateLimited, message: "this visit has used its \(configuration.uploadsPerVisit) uploads",
+                            headers: [("Retry-After", String(Swift.max(1, allowance.window.retryAfter)))])
+        }
         let field = kind.rawValue
         try require(!request.body.isEmpty, field: field, "the request body must be the \(kind == .photo ? "image" : "audio") bytes")
         let stored: (contentType: String, ext: String, bytes: [UInt8], durationMs: Int?)
@@ -288,15 +404,18 @@ public struct VisitService: Sendable {
         }
         let now = clock.now()
         let mediaID = UUID().uuidString.lowercased()
-        let visitForPath = try await visit(id: id)
-        guard !(visitForPath.status == .cancelled || visitForPath.status == .expired) else {
-            throw HTTPError(status: 409, code: ErrorCode("VISIT_CLOSED"), message: "the visit is already \(visitForPath.status.rawValue)",
-                            details: ["status": .string(visitForPath.status.rawValue)])
-        }
-        let path = try media.write(stored.bytes, companyID: visitForPath.companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
+        let companyID = access.companyID
+        let quota = configuration.mediaBytesPerCompanyPerDay
+        let size = stored.bytes.count
+        // Checked before the file is written (a read), and again in the transaction.
+        let used = try await database.read { db in try Self.mediaBytesToday(db, companyID: companyID, now: now) }
+        if used + size > quota { throw Self.quotaExceeded(quota) }
+        let path = try media.write(stored.bytes, companyID: companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
         do {
             let (visit, replaced, events) = try await database.write { db -> (Visit, String?, [EventRecord]) in
                 guard let row = try VisitStore.lock(db, id: id) else { throw HTTPError.notFound("visit not found") }
+                try Self.checkMediaOpen(row.status)
+                if try Self.mediaBytesToday(db, companyID: companyID, now: now) + size > quota { throw Self.quotaExceeded(quota) }
                 let old = try db.queryOne("SELECT path FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))?.string("path")
                 try db.execute("DELETE FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))
                 try db.execute("""
@@ -319,6 +438,35 @@ public struct VisitService: Sendable {
             media.remove(path)
             throw error
         }
+    }
+
+    /// Media may be added while the visit rings or waits as a pendência; a decision (or
+    /// a resident on the line) freezes it, and a closed visit takes nothing.
+    static func checkMediaOpen(_ status: VisitStatus) throws {
+        switch status {
+        case .ringing, .unanswered:
+            return
+        case .answered, .resolved:
+            throw HTTPError(status: 409, code: .visitMediaFrozen,
+                            message: "the visit is \(status.rawValue): its photo and voice message can no longer change",
+                            details: ["status": .string(status.rawValue)])
+        case .cancelled, .expired:
+            throw closed(status)
+        }
+    }
+
+    /// Bytes of media a company's visitors stored in the 24 h before `now`.
+    static func mediaBytesToday(_ db: any SQLConnection, companyID: String, now: Date) throws -> Int {
+        Int(try db.queryOne("""
+            SELECT COALESCE(SUM(m.byte_size), 0) AS bytes FROM visit_media m JOIN visits v ON v.id = m.visit_id
+            WHERE v.company_id = ? AND m.created_at > ?
+            """, .text(companyID), .date(now.addingTimeInterval(-86_400)))?.int("bytes") ?? 0)
+    }
+
+    static func quotaExceeded(_ quota: Int) -> HTTPError {
+        HTTPError(status: 507, code: .mediaQuotaExceeded,
+                  message: "this building's visitors stored their \(quota / (1024 * 1024)) MiB of photos and voice messages for today",
+                  details: ["quota_bytes": .number(Double(quota))])
     }
 
     // MARK: Residents and operators

@@ -141,6 +141,10 @@ enum VisitStore {
 
     /// The residents rung for a unit: its ring order (current, enabled residents only),
     /// or, when the unit has no ring order, every resident by name.
+    ///
+    /// Only residents who may see visits (`visits.view`, the permission `GET /v1/visits`
+    /// asks) are rung: a ring push names the visitor, and a member without the permission
+    /// must not learn by push what the API would refuse them.
     static func ringTargets(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
         let ordered = try db.query("""
             SELECT o.user_id, us.name FROM unit_ring_order o
@@ -148,8 +152,24 @@ enum VisitStore {
             JOIN users us ON us.id = o.user_id
             WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
             """, .text(unitID)).map { PersonRef(id: $0.string("user_id") ?? "", name: $0.string("name") ?? "") }
-        if !ordered.isEmpty { return ordered }
-        return try residents(db, unitID: unitID)
+        return try viewers(db, of: ordered.isEmpty ? residents(db, unitID: unitID) : ordered, unitID: unitID)
+    }
+
+    /// The residents of a unit told about its visits (delivery rules' notices).
+    static func notifiedResidents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
+        try viewers(db, of: residents(db, unitID: unitID), unitID: unitID)
+    }
+
+    /// `people` who hold `visits.view` in the unit's company.
+    static func viewers(_ db: any SQLConnection, of people: [PersonRef], unitID: String) throws -> [PersonRef] {
+        guard !people.isEmpty,
+              let companyID = try db.queryOne("SELECT company_id FROM units WHERE id = ?", .text(unitID))?.string("company_id") else {
+            return []
+        }
+        return try people.filter { person in
+            try AccountStore.memberships(db, userID: person.id, companyID: companyID).first?
+                .effectivePermissions.contains(Permission.visitsView) == true
+        }
     }
 
     static func residents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {

@@ -32,13 +32,18 @@ public final class WebSocketHub: @unchecked Sendable {
 
     /// Answers a WebSocket opening handshake: 101 with `Sec-WebSocket-Accept`, after which
     /// the socket joins the hub under `topics`. Throws 400/426 for a bad handshake.
-    /// - Parameter handlers: the route's message handlers (called on the loop thread).
+    /// - Parameters:
+    ///   - handlers: the route's message handlers (called on the loop thread).
+    ///   - configuration: limits of this route's sockets when they differ from the hub's
+    ///     (the bench echo route takes the 16 MiB messages of a conformance suite).
     public func upgrade(_ request: HTTPRequest, topics: Set<String> = [],
-                        handlers: WebSocketConnection.Handlers = .init()) throws -> HTTPResponse {
+                        handlers: WebSocketConnection.Handlers = .init(),
+                        configuration: WebSocketConfiguration? = nil) throws -> HTTPResponse {
         let accept = try WebSocketRequest.acceptValue(for: request)
         var response = HTTPResponse(status: 101, headers: [("Upgrade", "websocket"),
                                                            ("Sec-WebSocket-Accept", accept)])
-        response.upgrade = HubUpgrade(hub: self, topics: topics, handlers: handlers)
+        response.upgrade = HubUpgrade(hub: self, topics: topics, handlers: handlers,
+                                      configuration: configuration ?? self.configuration)
         return response
     }
 
@@ -103,7 +108,8 @@ public final class WebSocketHub: @unchecked Sendable {
     // MARK: Loop thread
 
     fileprivate func adopt(socket: Int32, bufferedInput: [UInt8], release: @escaping @Sendable () -> Void,
-                           topics: Set<String>, handlers: WebSocketConnection.Handlers) {
+                           topics: Set<String>, handlers: WebSocketConnection.Handlers,
+                           configuration: WebSocketConfiguration) {
         var wrapped = handlers
         wrapped.onClose = { [self] connection, code, reason in
             leave(connection)
@@ -150,14 +156,15 @@ private struct HubUpgrade: WebSocketUpgrade {
     let hub: WebSocketHub
     let topics: Set<String>
     let handlers: WebSocketConnection.Handlers
+    let configuration: WebSocketConfiguration
 
     func upgraded(socket: Int32, bufferedInput: [UInt8], close: @escaping @Sendable () -> Void) {
         // Called on a libmicrohttpd thread: everything else happens on the loop. `close`
         // gives the socket back to libmicrohttpd, which closes the descriptor itself.
-        let hub = hub, topics = topics, handlers = handlers
+        let hub = hub, topics = topics, handlers = handlers, configuration = configuration
         hub.loop.execute {
             hub.adopt(socket: socket, bufferedInput: bufferedInput, release: close,
-                      topics: topics, handlers: handlers)
+                      topics: topics, handlers: handlers, configuration: configuration)
         }
     }
 }

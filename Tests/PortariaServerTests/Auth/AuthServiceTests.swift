@@ -109,25 +109,41 @@ struct AuthServiceTests {
         }
     }
 
-    @Test("failed logins past the limit get 429 with Retry-After, per account", arguments: backends)
+    @Test("failed logins past the limit get 429 with Retry-After, per account and address", arguments: backends)
     func throttling(backend: Backend) async throws {
         try await AuthFixture.with(backend, loginLimit: 3) { fixture in
             for _ in 0..<3 {
                 let error = await httpError { _ = try await fixture.auth.login(LoginRequest(username: "joao", password: "nope-nope"), clientAddress: "10.1.1.1") }
                 #expect(error?.status == 401)
             }
-            // Even the right password is refused while throttled.
-            let throttled = await httpError { _ = try await fixture.auth.login(LoginRequest(username: "joao", password: "demo1234"), clientAddress: "10.1.1.2") }
+            // That address is done with this account for now, even with the right password.
+            let throttled = await httpError { _ = try await fixture.auth.login(LoginRequest(username: "joao", password: "demo1234"), clientAddress: "10.1.1.1") }
             #expect(throttled?.status == 429)
             #expect(throttled?.body.code == .rateLimited)
             let retryAfter = Int(throttled?.headers.first { $0.0 == "Retry-After" }?.1 ?? "") ?? 0
             #expect(retryAfter > 0 && retryAfter <= 900)
-            // Another account is unaffected.
-            _ = try await fixture.auth.login(LoginRequest(username: "ana", password: "demo1234"), clientAddress: "10.1.1.3")
+            // Another account from that address is unaffected.
+            _ = try await fixture.auth.login(LoginRequest(username: "ana", password: "demo1234"), clientAddress: "10.1.1.1")
         }
     }
 
-    @Test("parallel guesses cannot outrun the limit: at most N are checked", arguments: backends)
+    @Test("a known username cannot be locked out: after failures elsewhere, the right password from a new address gets in after a step-up pause", arguments: backends)
+    func stepUpInsteadOfLockout(backend: Backend) async throws {
+        try await AuthFixture.with(backend, loginLimit: 3) { fixture in
+            var auth = fixture.auth
+            auth.stepUpDelay = .milliseconds(300)
+            for index in 0..<6 {
+                let error = await httpError { _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.4.0.\(index % 2)") }
+                #expect(error?.status == 401, "guess \(index)")
+            }
+            let started = ContinuousClock.now
+            let body = try await auth.login(LoginRequest(username: "joao", password: "demo1234"), clientAddress: "10.4.9.9")
+            #expect(!body.jwtToken.isEmpty)
+            #expect(ContinuousClock.now - started >= .milliseconds(300), "the account under attack was not stepped up")
+        }
+    }
+
+    @Test("parallel guesses from one address cannot outrun the limit: at most N are checked", arguments: backends)
     func parallelGuesses(backend: Backend) async throws {
         try await AuthFixture.with(backend, loginLimit: 3) { fixture in
             let auth = fixture.auth
@@ -135,7 +151,7 @@ struct AuthServiceTests {
                 for index in 0..<20 {
                     group.addTask {
                         do {
-                            _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.9.0.\(index)")
+                            _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.9.0.1")
                             return 200
                         } catch let error as HTTPError { return error.status } catch { return 0 }
                     }
@@ -243,14 +259,21 @@ struct AuthServiceTests {
         }
     }
 
-    @Test("SMS sends are limited per phone", arguments: backends)
+    @Test("SMS sends are limited per phone: a gap after each send, a daily cap", arguments: backends)
     func otpSendLimit(backend: Backend) async throws {
         try await AuthFixture.with(backend) { fixture in
-            for index in 0..<AuthService.otpSendsPerPhone {
-                try await fixture.auth.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.0.\(index)")
-            }
+            try await fixture.auth.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.0.1")
             let limited = await httpError { try await fixture.auth.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.1.1") }
             #expect(limited?.status == 429)
+            #expect(limited?.headers.first { $0.0 == "Retry-After" }.flatMap { Int($0.1) }.map { (1...30).contains($0) } == true)
+            var gapless = fixture.auth
+            gapless.otpLimits.firstResendGap = 0
+            for index in 1..<gapless.otpLimits.sendsPerPhonePerDay {
+                try await gapless.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.2.\(index)")
+            }
+            let daily = await httpError { try await gapless.sendOTP(OTPSendRequest(phone: "+5511999990001"), clientAddress: "10.3.3.1") }
+            #expect(daily?.status == 429)
+            #expect(daily?.headers.first { $0.0 == "Retry-After" }.flatMap { Int($0.1) }.map { $0 > 80_000 } == true)
             #expect(await httpError { try await fixture.auth.sendOTP(OTPSendRequest(phone: "12"), clientAddress: "x") }?.body.field == "phone")
             #expect(await httpError { _ = try await fixture.auth.verifyOTP(OTPVerifyRequest(phone: "+5511999990001", code: "12ab56"), clientAddress: "x") }?.body.field == "code")
         }

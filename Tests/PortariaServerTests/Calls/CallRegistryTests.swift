@@ -264,3 +264,35 @@ struct CallRegistryTests {
                 == .ended(visitID: F.visitID, reason: .negotiationTimeout, endedBy: nil, wasConnected: false))
     }
 }
+
+/// What a visitor may learn of a resident's network (issue 10 finding 8).
+@Suite("Candidate privacy")
+struct CandidatePrivacyTests {
+    @Test("only relay candidates pass, with their related address blanked", arguments: [
+        ("candidate:1 1 udp 2122260223 192.168.1.20 50000 typ host", nil),
+        ("candidate:1 1 tcp 1518280447 192.168.1.20 9 typ host tcptype active", nil),
+        ("candidate:2 1 udp 1686052607 198.51.100.20 50000 typ srflx raddr 192.168.1.20 rport 50000", nil),
+        ("candidate:4 1 udp 1845501695 198.51.100.20 50000 typ prflx raddr 192.168.1.20 rport 50000", nil),
+        ("candidate:1 1 udp 2122260223 4b1e2f9a-3c1d.local 50000 typ host", nil),
+        ("candidate:garbage", nil),
+        ("candidate:3 1 udp 41885439 203.0.113.9 61000 typ relay raddr 198.51.100.20 rport 50000",
+         "candidate:3 1 udp 41885439 203.0.113.9 61000 typ relay raddr 0.0.0.0 rport 0"),
+        ("", ""),
+    ] as [(String, String?)])
+    func candidates(_ input: String, _ expected: String?) {
+        #expect(CandidatePrivacy.sanitize(candidate: input) == expected)
+    }
+
+    @Test("an SDP keeps its relay candidates and loses every address of the device")
+    func sdp() {
+        let sdp = "v=0\r\no=- 3 4 IN IP4 192.168.1.20\r\ns=-\r\nt=0 0\r\nm=video 50000 UDP/TLS/RTP/SAVPF 96\r\n"
+            + "c=IN IP4 192.168.1.20\r\na=rtcp:50001 IN IP4 192.168.1.20\r\n"
+            + "a=candidate:1 1 udp 2122260223 192.168.1.20 50000 typ host\r\n"
+            + "a=candidate:3 1 udp 41885439 203.0.113.9 61000 typ relay raddr 198.51.100.20 rport 50000\r\n"
+            + "a=ice-ufrag:abcd\r\n"
+        let cleaned = CandidatePrivacy.sanitize(sdp: sdp)
+        #expect(!cleaned.contains("192.168.1.20") && !cleaned.contains("198.51.100.20"), "\(cleaned)")
+        #expect(cleaned.contains("a=candidate:3 1 udp 41885439 203.0.113.9 61000 typ relay raddr 0.0.0.0 rport 0"))
+        #expect(cleaned.contains("a=ice-ufrag:abcd") && cleaned.contains("o=- 3 4 IN IP4 0.0.0.0") && cleaned.hasSuffix("\r\n"))
+    }
+}

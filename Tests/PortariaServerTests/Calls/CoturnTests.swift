@@ -33,7 +33,7 @@ final class CoturnProcess: @unchecked Sendable {
     /// Starts coturn and returns once it answers a STUN Binding on both UDP and TCP.
     /// The port is one the kernel just handed out; if another process takes it in the
     /// meantime coturn cannot bind and the next attempt picks another.
-    static func start(secret: String) async throws -> CoturnProcess {
+    static func start(secret: String, extraArguments: [String] = []) async throws -> CoturnProcess {
         var lastError: any Error = TURNTestError("coturn did not start")
         for _ in 0..<3 {
             let port = try freeLoopbackPort()
@@ -52,7 +52,7 @@ final class CoturnProcess: @unchecked Sendable {
                 "--log-file=stdout", "--simple-log", "--verbose",
                 "--userdb=\(directory.appendingPathComponent("turndb").path)",
                 "--pidfile=\(directory.appendingPathComponent("turnserver.pid").path)",
-            ]
+            ] + extraArguments
             process.standardOutput = FileHandle(forWritingAtPath: logPath)
             process.standardError = FileHandle(forWritingAtPath: logPath)
             process.standardInput = FileHandle.nullDevice
@@ -107,8 +107,8 @@ final class CoturnProcess: @unchecked Sendable {
     }
 
     /// Runs `body` with a running coturn and always stops it afterwards.
-    static func with(secret: String, _ body: (CoturnProcess) async throws -> Void) async throws {
-        let coturn = try await start(secret: secret)
+    static func with(secret: String, extraArguments: [String] = [], _ body: (CoturnProcess) async throws -> Void) async throws {
+        let coturn = try await start(secret: secret, extraArguments: extraArguments)
         do {
             try await body(coturn)
         } catch {
@@ -239,6 +239,49 @@ struct CoturnTests {
                 Issue.record("the valid credential was refused: \(again); coturn log:\n\(coturn.log.suffix(1500))")
                 return
             }
+        }
+    }
+
+    /// The relay policy lines of docs/coturn/turnserver.conf, as coturn options.
+    static func documentedPolicy() throws -> [String] {
+        let text = try String(contentsOfFile: Repository.root + "/docs/coturn/turnserver.conf", encoding: .utf8)
+        guard let start = text.range(of: "# --- Relay policy (tested) ---") else { throw TURNTestError("no relay policy section") }
+        return text[start.upperBound...].split(separator: "\n")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            .map { "--" + $0 }
+    }
+
+    @Test("the documented coturn policy refuses relays to metadata, CGNAT, loopback, private and reserved addresses, and TCP relays",
+          .timeLimit(.minutes(1)))
+    func documentedPolicyDeniesInternalPeers() async throws {
+        let policy = try Self.documentedPolicy()
+        #expect(policy.contains("--no-tcp-relay") && policy.contains { $0.hasPrefix("--denied-peer-ip=169.254.") })
+        try await CoturnProcess.with(secret: Self.secret, extraArguments: policy) { coturn in
+            let (username, credential, _) = try Self.relay(try await Self.iceServers(for: coturn) { ICEServerProvider(turn: $0) })
+            let port = coturn.port
+            let outcomes = try await offload { () -> [String: Int?] in
+                let connection = try STUNConnection(port: port, transport: .udp)
+                let (opened, refused) = try connection.openAllocation(username: username, password: credential)
+                guard let allocation = opened else { throw TURNTestError("allocation refused: \(refused ?? 0)") }
+                var outcomes: [String: Int?] = [:]
+                for peer in ["169.254.169.254", "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "100.64.0.1",
+                             "0.0.0.1", "198.18.0.1", "224.0.0.1", "203.0.113.7"] {
+                    outcomes[peer] = try connection.createPermission(allocation, peer: peer)
+                }
+                return outcomes
+            }
+            for (peer, code) in outcomes where peer != "203.0.113.7" {
+                #expect(code == 403, "relay to \(peer) was not refused (\(String(describing: code))); coturn log:\n\(coturn.log.suffix(800))")
+            }
+            // A public peer is allowed (no packet leaves: a permission only opens the relay).
+            #expect(outcomes["203.0.113.7"] == .some(nil), "a public peer was refused: \(String(describing: outcomes["203.0.113.7"])); coturn log:\n\(coturn.log.suffix(1500))")
+
+            // RFC 6062 TCP relays are off.
+            let tcp = try await offload {
+                try STUNConnection(port: port, transport: .tcp).openAllocation(username: username, password: credential, transport: 6).1
+            }
+            #expect(tcp == 442, "a TCP relay allocation was not refused with 442 (got \(String(describing: tcp)))")
         }
     }
 }

@@ -20,12 +20,12 @@ struct TURNTestError: Error, CustomStringConvertible {
 struct STUNMessage {
     static let magicCookie: UInt32 = 0x2112_A442
 
-    enum Method: UInt16 { case binding = 0x001, allocate = 0x003, refresh = 0x004 }
+    enum Method: UInt16 { case binding = 0x001, allocate = 0x003, refresh = 0x004, createPermission = 0x008 }
     enum Class { case request, indication, success, error }
     enum Attribute: UInt16 {
         case username = 0x0006, messageIntegrity = 0x0008, errorCode = 0x0009
         case lifetime = 0x000D, realm = 0x0014, nonce = 0x0015
-        case xorRelayedAddress = 0x0016, requestedTransport = 0x0019, xorMappedAddress = 0x0020
+        case xorPeerAddress = 0x0012, xorRelayedAddress = 0x0016, requestedTransport = 0x0019, xorMappedAddress = 0x0020
     }
 
     var type: UInt16
@@ -258,5 +258,50 @@ extension STUNConnection {
         case .request, .indication:
             throw TURNTestError("unexpected STUN class in an Allocate response")
         }
+    }
+}
+
+/// An allocation kept open for further authenticated requests on the same connection.
+struct TURNAllocation {
+    let realm: [UInt8]
+    let nonce: [UInt8]
+    let username: String
+    let key: [UInt8]
+}
+
+extension STUNConnection {
+    /// Allocate (UDP or TCP relay) and keep the credentials for CreatePermission; nil and the
+    /// error code when refused.
+    func openAllocation(username: String, password: String, transport protocolNumber: UInt8 = 17) throws -> (TURNAllocation?, Int?) {
+        let requested: [UInt8] = [protocolNumber, 0, 0, 0]
+        let challenge = try exchange(STUNMessage.request(.allocate, transactionID: Self.transactionID(),
+                                                         attributes: [(.requestedTransport, requested)]))
+        guard challenge.messageClass == .error, challenge.errorCode == 401,
+              let realm = challenge.attribute(.realm), let nonce = challenge.attribute(.nonce) else {
+            throw TURNTestError("expected a 401 challenge, got code \(challenge.errorCode ?? 0)")
+        }
+        let key = md5(Array(username.utf8) + Array(":".utf8) + realm + Array(":".utf8) + Array(password.utf8))
+        let response = try exchange(STUNMessage.request(
+            .allocate, transactionID: Self.transactionID(),
+            attributes: [(.requestedTransport, requested), (.username, Array(username.utf8)), (.realm, realm), (.nonce, nonce)],
+            integrityKey: key))
+        guard response.messageClass == .success else { return (nil, response.errorCode ?? 0) }
+        return (TURNAllocation(realm: realm, nonce: nonce, username: username, key: key), nil)
+    }
+
+    /// CreatePermission for an IPv4 peer: nil on success, else the error code (403 for a
+    /// peer the server's policy denies). No packet is sent to the peer.
+    func createPermission(_ allocation: TURNAllocation, peer: String) throws -> Int? {
+        let octets = peer.split(separator: ".").compactMap { UInt8($0) }
+        guard octets.count == 4 else { throw TURNTestError("not an IPv4 address: \(peer)") }
+        let cookie = withUnsafeBytes(of: STUNMessage.magicCookie.bigEndian, Array.init)
+        let port: UInt16 = 9 ^ UInt16(STUNMessage.magicCookie >> 16)
+        let value: [UInt8] = [0x00, 0x01, UInt8(port >> 8), UInt8(port & 0xFF)] + (0..<4).map { octets[$0] ^ cookie[$0] }
+        let response = try exchange(STUNMessage.request(
+            .createPermission, transactionID: Self.transactionID(),
+            attributes: [(.xorPeerAddress, value), (.username, Array(allocation.username.utf8)),
+                         (.realm, allocation.realm), (.nonce, allocation.nonce)],
+            integrityKey: allocation.key))
+        return response.messageClass == .success ? nil : (response.errorCode ?? 0)
     }
 }

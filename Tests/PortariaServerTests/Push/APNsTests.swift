@@ -9,7 +9,7 @@ struct APNsTests {
     /// Runs `body` with the demo database, a fake APNs scripted with `script`, and a worker.
     static func with(_ backend: Backend = .sqlite, script: [String: [JSONValue]] = [:],
                      _ body: (PushFixture, APNsFixture, PushWorker, RecordingSink) async throws -> Void) async throws {
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let apns = try APNsFixture.make(pki: pki, script: script)
         defer { apns.stop() }
@@ -243,8 +243,8 @@ struct APNsTests {
     }
 
     @Test("the provider token is reused for 50 minutes and never for less than 20")
-    func tokenLifetime() throws {
-        let pki = try TestPKI.make()
+    func tokenLifetime() async throws {
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let clock = Locked(Date(timeIntervalSince1970: 1_800_000_000))
         let key = try ProviderKey(pemFile: pki.apnsKey)
@@ -273,7 +273,7 @@ struct APNsTests {
 
     @Test("payload limits are checked before sending")
     func payloadLimit() async throws {
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let provider = try APNsProvider(configuration: APNsConfiguration(keyFile: pki.apnsKey, keyID: "K", teamID: "T", bundleID: "b",
                                                                          endpoint: "https://127.0.0.1:9", caFile: pki.caFile))

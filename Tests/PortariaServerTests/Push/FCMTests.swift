@@ -7,7 +7,7 @@ import Testing
 struct FCMTests {
     static func with(script: [String: [JSONValue]] = [:],
                      _ body: (PushFixture, FCMFixture, PushWorker, RecordingSink) async throws -> Void) async throws {
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let fcm = try FCMFixture.make(pki: pki, script: script)
         defer { fcm.stop() }

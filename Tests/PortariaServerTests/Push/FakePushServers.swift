@@ -52,9 +52,11 @@ struct TestPKI: Sendable {
     var fcmKey: String { directory + "/fcm.key" }
     var fcmPublicKey: String { directory + "/fcm.pub" }
 
-    static func make() throws -> TestPKI {
+    /// Off the cooperative pool: key generation takes a while, and the pool has one
+    /// thread per core — blocking it starves every in-process server of the test run.
+    static func make() async throws -> TestPKI {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("portaria-pki-\(UUID().uuidString)").path
-        try runCommand("/bin/bash", [Repository.root + "/scripts/testservers/make-test-pki", directory])
+        _ = try await offload { try runCommand("/bin/bash", [Repository.root + "/scripts/testservers/make-test-pki", directory]) }
         return TestPKI(directory: directory)
     }
 

@@ -10,7 +10,7 @@ import Testing
 struct RingPushTests {
     @Test("A-101 rings Maria's iPhone with a VoIP push; João's Unregistered token is deactivated; receipts and attempts land in the timeline")
     func ringReachesThePhone() async throws {
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let mariaVoIP = hexToken(), joaoVoIP = hexToken()
         let apns = try FakeServer("fake_apns", arguments: [

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -43,25 +44,15 @@ struct StorageOpeningTests {
     func silentPostgres() async throws {
         // A loopback listener that never speaks: only the connect timeout ends the attempt
         // (no packet leaves this machine).
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(listener >= 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 16) == 0 && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = UInt16(bigEndian: address.sin_port)
+        let listener = try LoopbackPort(listening: true)
+        let port = listener.port
         let started = ContinuousClock.now
         await expectStorageError(.unavailable) {
             _ = try await DatabaseFactory.open(url: "postgres://postgres@127.0.0.1:\(port)/portaria?connect_timeout=2")
         }
         #expect(ContinuousClock.now - started < .seconds(25))
+        // Still listening until here (it closes when `listener` goes).
+        #expect(listener.port == port)
     }
 
     @Test("SQLite in a missing directory is .unavailable")

@@ -52,6 +52,12 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    /// Copies the WAL into the database file and truncates it: page versions older than
+    /// the last commit (a secret as it was before being wrapped) leave the disk.
+    public func checkpointAndTruncate() async throws {
+        try await writer.withConnection { try $0.run("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
     public func ping() async throws {
         _ = try await readers.withConnection { try $0.query("SELECT 1 AS ok", []) }
     }

@@ -1,0 +1,208 @@
+import Foundation
+import PortariaCore
+
+/// What the registrar remembers between launches.
+public protocol DeviceRegistrationState: Sendable {
+    /// Stable for the life of the installation (not per user): the server's upsert key.
+    /// Made on first use.
+    func installationID() -> String
+    func lastRegistration() -> DeviceRegistrar.Registered?
+    func setLastRegistration(_ registered: DeviceRegistrar.Registered?)
+}
+
+/// Registers this installation's push tokens (`POST /v1/devices`) at login and whenever the
+/// system issues a new token — an expired token is the first cause of "não recebi a
+/// chamada" — and unregisters it at logout (`DELETE /v1/devices/{id}`), so a logged-out
+/// phone stops receiving pushes with visitor names.
+///
+/// - Registrations that would change nothing (same user, company, tokens, capabilities)
+///   are skipped.
+/// - An iOS registration always carries the VoIP token this installation has: a renewal
+///   of the alert token alone would otherwise reach the server without `voip_token` and
+///   the iPhone would stop ringing with the app closed. The registrar keeps the last VoIP
+///   token and adds it to any iOS registration that lacks one.
+/// - Failures that may pass (no network, 429, 5xx) are retried with backoff until the
+///   caller's deadline; the shell calls `register` again on the next launch or wake.
+public actor DeviceRegistrar {
+    /// The tokens and facts the shell knows about this phone.
+    public struct Tokens: Sendable, Equatable, Codable {
+        public var platform: String
+        public var pushToken: String
+        public var voipToken: String?
+        public var appVersion: String?
+        public var deviceName: String?
+        public var locale: String?
+        public var capabilities: DeviceCapabilities?
+
+        public init(platform: String, pushToken: String, voipToken: String? = nil, appVersion: String? = nil,
+                    deviceName: String? = nil, locale: String? = nil, capabilities: DeviceCapabilities? = nil) {
+            self.platform = platform
+            self.pushToken = pushToken
+            self.voipToken = voipToken
+            self.appVersion = appVersion
+            self.deviceName = deviceName
+            self.locale = locale
+            self.capabilities = capabilities
+        }
+    }
+
+    /// The last registration the server accepted.
+    public struct Registered: Sendable, Equatable, Codable {
+        public var deviceID: String
+        public var userID: String
+        public var tokens: Tokens
+        public var registeredAt: Date
+    }
+
+    public enum Outcome: Sendable, Equatable {
+        case registered(deviceID: String)
+        /// Nothing changed since the last accepted registration: nothing was sent.
+        case unchanged(deviceID: String)
+        /// Not accepted (yet); `reason` is for logs.
+        case failed(String)
+    }
+
+    public enum UnregisterOutcome: Sendable, Equatable {
+        case unregistered(deviceID: String)
+        case notRegistered
+        case failed(String)
+    }
+
+    private let http: any AuthorizedHTTP
+    private let state: any DeviceRegistrationState
+    private let clock: any ClientClock
+    private let random: RandomSource
+    private let policy: RetryPolicy
+
+    public init(http: any AuthorizedHTTP, state: any DeviceRegistrationState, clock: any ClientClock = SystemClock(),
+                random: RandomSource = .system, policy: RetryPolicy = .standard) {
+        self.http = http
+        self.state = state
+        self.clock = clock
+        self.random = random
+        self.policy = policy
+    }
+
+    /// The server's id of this device once registered (the realtime `device_id` and the
+    /// `POST /answer` body use the installation id instead, which exists before).
+    public var deviceID: String? { state.lastRegistration()?.deviceID }
+    public var installationID: String { state.installationID() }
+
+    /// What will be sent for `tokens`: the VoIP token kept from earlier on iOS.
+    public func completed(_ tokens: Tokens) -> Tokens {
+        var tokens = tokens
+        if tokens.platform == "ios", tokens.voipToken == nil, let last = state.lastRegistration()?.tokens,
+           last.platform == "ios", let voip = last.voipToken {
+            tokens.voipToken = voip
+        }
+        return tokens
+    }
+
+    /// Registers (or renews) until accepted, a permanent refusal, or `deadline`.
+    public func register(_ requested: Tokens, until deadline: Date?) async -> Outcome {
+        guard let userID = await http.userID else { return .failed("not logged in") }
+        let tokens = completed(requested)
+        if let last = state.lastRegistration(), last.userID == userID, last.tokens == tokens {
+            return .unchanged(deviceID: last.deviceID)
+        }
+        let body = DeviceRegistration(installationID: state.installationID(), platform: tokens.platform, pushToken: tokens.pushToken,
+                                      voipToken: tokens.voipToken, appVersion: tokens.appVersion, deviceName: tokens.deviceName,
+                                      locale: tokens.locale, capabilities: tokens.capabilities)
+        guard let data = try? JSONCoding.encoder().encode(body) else { return .failed("unencodable registration") }
+        let request = ClientHTTPRequest(method: "POST", path: "/v1/devices", headers: ["Content-Type": "application/json"], body: data)
+        var failures = 0
+        while true {
+            var retryAfter: TimeInterval?
+            var reason: String
+            do {
+                let answer = try await http.sendAuthorized(request)
+                if answer.isSuccess, let device = try? JSONCoding.decoder().decode(DeviceView.self, from: answer.body) {
+                    state.setLastRegistration(Registered(deviceID: device.id, userID: userID, tokens: tokens, registeredAt: clock.now()))
+                    return .registered(deviceID: device.id)
+                }
+                reason = "HTTP \(answer.status) \(answer.errorBody?.code.rawValue ?? "")"
+                let transient = answer.status == 408 || answer.status == 429 || answer.status >= 500 || answer.errorBody == nil
+                guard transient else { return .failed(reason) }
+                retryAfter = answer.header("retry-after").flatMap { RetryAfterHeader.seconds($0, now: clock.now()) }
+            } catch is SessionManager.SessionError {
+                return .failed("session ended")
+            } catch {
+                reason = String(describing: error)
+            }
+            failures += 1
+            let wait = policy.delay(afterFailures: failures, retryAfter: retryAfter, random: random.next())
+            if let deadline, clock.now().addingTimeInterval(wait) > deadline { return .failed(reason) }
+            do { try await clock.sleep(for: wait) } catch { return .failed(reason) }
+        }
+    }
+
+    /// A new alert/FCM token from the system: registers it with everything else unchanged.
+    public func pushTokenChanged(_ token: String, until deadline: Date?) async -> Outcome {
+        guard var tokens = state.lastRegistration()?.tokens else { return .failed("no registration to renew") }
+        tokens.pushToken = token
+        return await register(tokens, until: deadline)
+    }
+
+    /// A new PushKit token (iOS): registers it with the current alert token.
+    public func voipTokenChanged(_ token: String, until deadline: Date?) async -> Outcome {
+        guard var tokens = state.lastRegistration()?.tokens else { return .failed("no registration to renew") }
+        tokens.voipToken = token
+        return await register(tokens, until: deadline)
+    }
+
+    /// Deletes this device on the server (before the session ends: it needs the token).
+    /// A 404 means the server no longer has it: the goal is reached either way.
+    public func unregister() async -> UnregisterOutcome {
+        guard let last = state.lastRegistration() else { return .notRegistered }
+        do {
+            let answer = try await http.sendAuthorized(ClientHTTPRequest(method: "DELETE", path: "/v1/devices/\(last.deviceID)"))
+            guard answer.isSuccess || answer.status == 404 else {
+                return .failed("HTTP \(answer.status) \(answer.errorBody?.code.rawValue ?? "")")
+            }
+            state.setLastRegistration(nil)
+            return .unregistered(deviceID: last.deviceID)
+        } catch {
+            return .failed(String(describing: error))
+        }
+    }
+}
+
+/// Registration state in the session's `SecureStore` (the terminal client's file, the
+/// Keychain on iOS via PortariaClientApple).
+public struct FileDeviceRegistrationState: DeviceRegistrationState {
+    let store: any SecureStore
+    public init(store: any SecureStore) { self.store = store }
+
+    public func installationID() -> String {
+        if let existing = try? store.string(for: "installation_id"), !existing.isEmpty { return existing }
+        let made = UUID().uuidString.lowercased()
+        try? store.set(made, for: "installation_id")
+        return made
+    }
+
+    public func lastRegistration() -> DeviceRegistrar.Registered? {
+        guard let text = try? store.string(for: "device_registration") else { return nil }
+        return try? JSONCoding.decoder().decode(DeviceRegistrar.Registered.self, from: Data(text.utf8))
+    }
+
+    public func setLastRegistration(_ registered: DeviceRegistrar.Registered?) {
+        let text = registered.flatMap { try? JSONCoding.encoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) }
+        try? store.set(text, for: "device_registration")
+    }
+}
+
+/// For tests.
+public final class InMemoryDeviceRegistrationState: DeviceRegistrationState {
+    private let state = Locked<(id: String?, last: DeviceRegistrar.Registered?)>((nil, nil))
+    public init() {}
+    public func installationID() -> String {
+        state.withLock { state in
+            if let id = state.id { return id }
+            let made = UUID().uuidString.lowercased()
+            state.id = made
+            return made
+        }
+    }
+    public func lastRegistration() -> DeviceRegistrar.Registered? { state.withLock { $0.last } }
+    public func setLastRegistration(_ registered: DeviceRegistrar.Registered?) { state.withLock { $0.last = registered } }
+}

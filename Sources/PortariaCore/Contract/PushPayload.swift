@@ -1,0 +1,187 @@
+import Foundation
+
+// What the apps decode from a push (DESIGN §3 "Push"). The server renders the same
+// message two ways: APNs JSON (numbers as numbers, `geofence` nested) and FCM/Web Push
+// data messages (every value a string, `geofence_status` and `geofence_distance_m`
+// flattened, because FCM only carries string values). These types read both, so an
+// iOS shell and an Android shell decode with one piece of code.
+
+/// The `type` member of every push payload.
+public enum PushPayloadType: String, Sendable, Codable, CaseIterable {
+    /// "Ring now": iOS VoIP push, Android HIGH data message.
+    case visitRing = "visit.ring"
+    /// Stop ringing (answered elsewhere, resolved, timed out, expired).
+    case ringCancelled = "visit.ring_cancelled"
+    /// A courier at the gate: an actionable notification (authorize / leave at the
+    /// concierge / deny).
+    case delivery
+    /// `portaria admin push-test`.
+    case test
+}
+
+/// `visit.ring`: everything the call screen shows, so the app can report the call to
+/// CallKit before any network call.
+public struct RingPush: Sendable, Equatable {
+    public var pushID: String
+    public var visitID: String
+    /// The name the visitor typed ("Visitante" when none).
+    public var callerName: String
+    public var unitLabel: String
+    public var kind: VisitKind
+    public var geofence: GeofenceResult
+    /// When this ring stops (the ring deadline); nil if the payload did not say.
+    public var expiresAt: Date?
+    public var carrier: String?
+
+    public init(pushID: String, visitID: String, callerName: String, unitLabel: String, kind: VisitKind,
+                geofence: GeofenceResult, expiresAt: Date?, carrier: String? = nil) {
+        self.pushID = pushID
+        self.visitID = visitID
+        self.callerName = callerName
+        self.unitLabel = unitLabel
+        self.kind = kind
+        self.geofence = geofence
+        self.expiresAt = expiresAt
+        self.carrier = carrier
+    }
+}
+
+/// `delivery`: an actionable notification for a courier.
+public struct DeliveryPush: Sendable, Equatable {
+    public var pushID: String
+    public var visitID: String
+    public var callerName: String
+    public var unitLabel: String
+    public var carrier: String?
+    /// FCM and Web Push carry the ring deadline and geofence for deliveries too; APNs
+    /// alerts do not.
+    public var expiresAt: Date?
+    public var geofence: GeofenceResult?
+
+    public init(pushID: String, visitID: String, callerName: String, unitLabel: String, carrier: String? = nil,
+                expiresAt: Date? = nil, geofence: GeofenceResult? = nil) {
+        self.pushID = pushID
+        self.visitID = visitID
+        self.callerName = callerName
+        self.unitLabel = unitLabel
+        self.carrier = carrier
+        self.expiresAt = expiresAt
+        self.geofence = geofence
+    }
+}
+
+/// `visit.ring_cancelled`: this phone should stop ringing.
+public struct RingCancelledPush: Sendable, Equatable {
+    public var pushID: String
+    public var visitID: String
+    /// nil when the server sent a reason this version does not know.
+    public var reason: RingCancelReason?
+
+    public init(pushID: String, visitID: String, reason: RingCancelReason?) {
+        self.pushID = pushID
+        self.visitID = visitID
+        self.reason = reason
+    }
+}
+
+/// Why a push payload could not be read.
+public enum PushPayloadError: Error, Sendable, Equatable {
+    case notAnObject
+    case missing(String)
+}
+
+/// Any push the server sends, decoded.
+public enum PushPayload: Sendable, Equatable {
+    case ring(RingPush)
+    case ringCancelled(RingCancelledPush)
+    case delivery(DeliveryPush)
+    case test(pushID: String, text: String?)
+    /// A type this version does not know; acknowledged (it arrived) and otherwise ignored.
+    case unknown(type: String, pushID: String?)
+
+    /// The push id every payload carries (what `POST /v1/push/{push_id}/ack` takes).
+    public var pushID: String? {
+        switch self {
+        case .ring(let push): return push.pushID
+        case .ringCancelled(let push): return push.pushID
+        case .delivery(let push): return push.pushID
+        case .test(let pushID, _): return pushID
+        case .unknown(_, let pushID): return pushID
+        }
+    }
+
+    /// Reads a payload as delivered: the APNs dictionary (PushKit, UNNotification
+    /// `userInfo`) or the FCM/Web Push `data` map, as JSON bytes.
+    public static func decode(json: Data) throws -> PushPayload {
+        guard let value = try? JSONCoding.decoder().decode(JSONValue.self, from: json) else { throw PushPayloadError.notAnObject }
+        return try decode(value)
+    }
+
+    public static func decode(_ value: JSONValue) throws -> PushPayload {
+        guard case .object(let fields) = value else { throw PushPayloadError.notAnObject }
+        let reader = FieldReader(fields: fields)
+        let type = try reader.required("type")
+        switch PushPayloadType(rawValue: type) {
+        case .visitRing:
+            return .ring(RingPush(pushID: try reader.required("push_id"), visitID: try reader.required("visit_id"),
+                                  callerName: reader.string("caller_name") ?? "Visitante",
+                                  unitLabel: reader.string("unit_label") ?? "",
+                                  kind: reader.string("kind").flatMap(VisitKind.init(rawValue:)) ?? .visit,
+                                  geofence: reader.geofence() ?? .unknown,
+                                  expiresAt: reader.string("expires_at").flatMap(Timestamp.parse),
+                                  carrier: reader.string("carrier")))
+        case .ringCancelled:
+            return .ringCancelled(RingCancelledPush(pushID: try reader.required("push_id"), visitID: try reader.required("visit_id"),
+                                                    reason: reader.string("reason").flatMap(RingCancelReason.init(rawValue:))))
+        case .delivery:
+            return .delivery(DeliveryPush(pushID: try reader.required("push_id"), visitID: try reader.required("visit_id"),
+                                          callerName: reader.string("caller_name") ?? "",
+                                          unitLabel: reader.string("unit_label") ?? "",
+                                          carrier: reader.string("carrier"),
+                                          expiresAt: reader.string("expires_at").flatMap(Timestamp.parse),
+                                          geofence: reader.geofence()))
+        case .test:
+            return .test(pushID: try reader.required("push_id"), text: reader.string("text"))
+        case nil:
+            return .unknown(type: type, pushID: reader.string("push_id"))
+        }
+    }
+
+    /// Reads members that may be strings (FCM) or numbers (APNs).
+    private struct FieldReader {
+        var fields: [String: JSONValue]
+
+        func string(_ key: String) -> String? {
+            switch fields[key] {
+            case .string(let text)?: return text
+            case .number(let number)?: return number.rounded() == number ? String(Int64(number)) : String(number)
+            default: return nil
+            }
+        }
+
+        func required(_ key: String) throws -> String {
+            guard let value = string(key), !value.isEmpty else { throw PushPayloadError.missing(key) }
+            return value
+        }
+
+        func integer(_ value: JSONValue?) -> Int? {
+            switch value {
+            case .number(let number)?: return number.isFinite && abs(number) < 1e12 ? Int(number.rounded()) : nil
+            case .string(let text)?: return Int(text)
+            default: return nil
+            }
+        }
+
+        /// APNs: `"geofence": {"status", "distance_m"}`; FCM: `geofence_status`,
+        /// `geofence_distance_m` (strings).
+        func geofence() -> GeofenceResult? {
+            if case .object(let nested)? = fields["geofence"] {
+                let status = nested["status"]?.stringValue.flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown
+                return GeofenceResult(status: status, distanceM: integer(nested["distance_m"]))
+            }
+            guard let status = string("geofence_status") else { return nil }
+            return GeofenceResult(status: GeofenceStatus(rawValue: status) ?? .unknown,
+                                  distanceM: integer(fields["geofence_distance_m"]))
+        }
+    }
+}

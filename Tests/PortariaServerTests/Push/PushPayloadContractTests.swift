@@ -1,0 +1,96 @@
+import Foundation
+import PortariaCore
+@testable import PortariaServer
+import Testing
+
+/// What the server renders for APNs and FCM is what `PortariaCore.PushPayload` (the apps'
+/// decoder) reads: the same fields out of both shapes.
+@Suite("Push payloads: server renderers against the apps' decoder")
+struct PushPayloadContractTests {
+    struct Providers {
+        let pki: TestPKI
+        let apns: APNsProvider
+        let fcm: FCMProvider
+
+        static func make() async throws -> Providers {
+            let pki = try await TestPKI.make()
+            let apns = try APNsProvider(configuration: APNsConfiguration(keyFile: pki.apnsKey, keyID: "K", teamID: "T", bundleID: "b",
+                                                                         endpoint: "https://127.0.0.1:9", caFile: pki.caFile))
+            let keyPEM = try String(contentsOfFile: pki.fcmKey, encoding: .utf8)
+            let account: JSONValue = .object([
+                "type": "service_account", "project_id": "p", "private_key_id": "0123456789abcdef",
+                "private_key": .string(keyPEM), "client_email": "push@p.iam.gserviceaccount.com",
+                "token_uri": "https://127.0.0.1:9/token",
+            ])
+            let accountFile = pki.directory + "/service-account.json"
+            try Data(account.jsonText.utf8).write(to: URL(fileURLWithPath: accountFile))
+            let fcm = try FCMProvider(serviceAccountFile: accountFile, endpoint: "https://127.0.0.1:9", caFile: pki.caFile)
+            return Providers(pki: pki, apns: apns, fcm: fcm)
+        }
+
+        func decodeBoth(_ push: OutgoingPush) throws -> (apns: PushPayload, fcm: PushPayload) {
+            let apnsPayload = try PushPayload.decode(json: Data(apns.render(push).payload))
+            let data = try #require(fcm.render(push)["message"]?["data"])
+            return (apnsPayload, try PushPayload.decode(data))
+        }
+
+        func stop() {
+            apns.shutdown()
+            fcm.shutdown()
+            pki.remove()
+        }
+    }
+
+    static let deadline = Timestamp.parse("2026-11-29T17:33:00Z")!
+
+    @Test("visit ring: name, unit, kind, geofence and deadline reach the app from both providers")
+    func ring() async throws {
+        let providers = try await Providers.make()
+        defer { providers.stop() }
+        let push = OutgoingPush(pushID: "p-1", kind: .visitRing, platform: "ios", tokenKind: .voip, token: hexToken(),
+                                message: PushMessage(visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", visitKind: "visit",
+                                                     geofence: .init(status: "away", distanceM: 339.6)),
+                                deadline: Self.deadline)
+        let expected = PushPayload.ring(RingPush(pushID: "p-1", visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", kind: .visit,
+                                                 geofence: GeofenceResult(status: .away, distanceM: 340), expiresAt: Self.deadline))
+        let (apns, fcm) = try providers.decodeBoth(push)
+        #expect(apns == expected)
+        #expect(fcm == expected)
+    }
+
+    @Test("ring cancelled carries its reason; delivery its carrier; test its text")
+    func others() async throws {
+        let providers = try await Providers.make()
+        defer { providers.stop() }
+        let cancel = OutgoingPush(pushID: "p-2", kind: .ringCancelled, platform: "ios", tokenKind: .push, token: hexToken(),
+                                  message: PushMessage(visitID: "v-1", reason: "answered_elsewhere"), deadline: Self.deadline)
+        let (apnsCancel, fcmCancel) = try providers.decodeBoth(cancel)
+        let expectedCancel = PushPayload.ringCancelled(RingCancelledPush(pushID: "p-2", visitID: "v-1", reason: .answeredElsewhere))
+        #expect(apnsCancel == expectedCancel)
+        #expect(fcmCancel == expectedCancel)
+
+        let delivery = OutgoingPush(pushID: "p-3", kind: .delivery, platform: "ios", tokenKind: .push, token: hexToken(),
+                                    message: PushMessage(visitID: "v-2", callerName: "João", unitLabel: "A-101", visitKind: "delivery",
+                                                         carrier: "Loggi", geofence: .init(status: "at_entrance", distanceM: 3)),
+                                    deadline: Self.deadline)
+        let (apnsDelivery, fcmDelivery) = try providers.decodeBoth(delivery)
+        // APNs alerts carry what the notification shows; FCM data messages also the
+        // deadline and geofence (the Android app builds the notification itself).
+        #expect(apnsDelivery == .delivery(DeliveryPush(pushID: "p-3", visitID: "v-2", callerName: "João", unitLabel: "A-101", carrier: "Loggi")))
+        #expect(fcmDelivery == .delivery(DeliveryPush(pushID: "p-3", visitID: "v-2", callerName: "João", unitLabel: "A-101", carrier: "Loggi",
+                                                      expiresAt: Self.deadline, geofence: GeofenceResult(status: .atEntrance, distanceM: 3))))
+
+        let test = OutgoingPush(pushID: "p-4", kind: .test, platform: "android", tokenKind: .push, token: hexToken(),
+                                message: PushMessage(text: "oi"), deadline: Self.deadline)
+        let (apnsTest, fcmTest) = try providers.decodeBoth(test)
+        #expect(apnsTest == .test(pushID: "p-4", text: nil))   // APNs shows the text in aps.alert
+        #expect(fcmTest == .test(pushID: "p-4", text: "oi"))
+    }
+
+    @Test("the server's push kinds map onto the app's payload types")
+    func kindsCovered() {
+        let mapped: [PushKind: PushPayloadType] = [.visitRing: .visitRing, .ringCancelled: .ringCancelled, .delivery: .delivery, .test: .test]
+        #expect(Set(mapped.keys) == Set(PushKind.allCases))
+        #expect(Set(mapped.values) == Set(PushPayloadType.allCases))
+    }
+}
