@@ -563,6 +563,7 @@ extension SecuritySuites {
                     SELECT pg_sleep(5);
                     COMMIT;
                     """)
+                defer { SecurityPostgres.finish(locker) }
                 let locked = await eventually(within: .seconds(10)) {
                     (try? SecurityPostgres.query(database.url, """
                         SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
@@ -608,6 +609,13 @@ enum SecurityPostgres {
         process.standardError = FileHandle.nullDevice
         try process.run()
         return process
+    }
+
+    /// Ends a `start`ed psql (SIGKILL if it still runs) and reaps it: Foundation keeps a
+    /// Process that nobody waited for, with its arguments and environment (LeakSanitizer).
+    static func finish(_ process: Process) {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     /// The first column of the first row of `sql`, as text.
@@ -807,7 +815,7 @@ extension SecuritySuites {
                 SELECT pg_sleep(13);
                 COMMIT;
                 """)
-            defer { if locker.isRunning { kill(locker.processIdentifier, SIGKILL) } }
+            defer { SecurityPostgres.finish(locker) }
             let locked = await eventually(within: .seconds(10)) {
                 (try? SecurityPostgres.query(database.url, """
                     SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
