@@ -106,7 +106,7 @@ public struct DeviceStore: Sendable {
             let id = existing?.id ?? UUID().uuidString.lowercased()
             // An iOS renewal that omits `voip_token` (an older app renewing its alert token
             // alone) keeps the VoIP token the installation has, with its status: treating
-            // the omission as "none" silently stopped the iPhone ringing (decision 0016).
+            // the omission as "none" silently stopped the iPhone ringing (decision 0014).
             // A dead VoIP token is still retired by APNs' answer, not by the app.
             var registration = registration
             var keptVoIPStatus: String?
