@@ -86,7 +86,6 @@ public final class RealtimeFeed: Sendable {
         case endSession(String)
         case received(WebSocketConnection, String, InboundBudget)
         case call([CallDirective])
-        case count(CheckedContinuation<Int, Never>)
     }
 
     private let commands: AsyncStream<Command>.Continuation
@@ -143,11 +142,6 @@ public final class RealtimeFeed: Sendable {
     /// A client message, already admitted by the socket's `budget` (released when handled).
     func received(_ connection: WebSocketConnection, _ text: String, budget: InboundBudget) {
         commands.yield(.received(connection, text, budget))
-    }
-
-    /// Sockets currently subscribed (for tests and metrics).
-    public func subscriberCount() async -> Int {
-        await withCheckedContinuation { commands.yield(.count($0)) }
     }
 
     public func stop() {
@@ -216,7 +210,6 @@ private final class FeedState {
                 defer { budget.done() }
                 await received(connection, text)
             case .call(let directives): try await perform(directives)
-            case .count(let reply): reply.resume(returning: companyOf.count)
             }
         } catch {
             // A database hiccup must not stop the feed; the next poke reads forward again.

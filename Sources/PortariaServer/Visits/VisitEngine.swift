@@ -23,8 +23,7 @@ enum VisitEngine {
     static func apply(_ db: any SQLConnection, row: VisitRow, event: VisitEvent, source: EventSource,
                       at: Date, extra: [PendingEvent] = []) throws -> Outcome {
         var machine = row.machine
-        let actions: [VisitAction]
-        do { actions = try machine.handle(event) } catch { throw error }
+        let actions = try machine.handle(event)
         var pending: [PendingEvent] = []
         var answered: (PersonRef, Date)?
         var ringStopped = false
