@@ -2,7 +2,7 @@ import Foundation
 import PortariaCore
 
 /// Login by password and by SMS code, refresh rotation with reuse detection, logout.
-/// Every rule here comes from DESIGN "Security rules" (ASVS 5.0, RFC 8725, RFC 9700).
+/// Every rule here comes from docs/contract.md §4 "Security rules" (ASVS 5.0, RFC 8725, RFC 9700).
 public struct AuthService: Sendable {
     public let database: any SQLDatabase
     public let accounts: AccountStore

@@ -1,6 +1,6 @@
 import PortariaCore
 
-/// An error a handler throws to answer with the error envelope of DESIGN §3.
+/// An error a handler throws to answer with the error envelope of docs/contract.md §2.
 public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var status: Int
     public var body: ErrorBody

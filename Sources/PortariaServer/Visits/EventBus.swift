@@ -2,8 +2,9 @@ import Foundation
 import PortariaCore
 
 /// The in-process event bus: committed events, in commit order per publisher, to every
-/// subscriber. Fed after commit with the rows the transaction wrote to `events`; the
-/// realtime and push layers will subscribe here (and, across instances, read the log).
+/// subscriber. Fed after commit with the rows the transaction wrote to `events`; the push
+/// worker and (on SQLite) the realtime feed subscribe here; across instances the feed reads
+/// the log after a NOTIFY.
 public final class EventBus: Sendable {
     private let subscribers = Locked<[UUID: AsyncStream<EventRecord>.Continuation]>([:])
 

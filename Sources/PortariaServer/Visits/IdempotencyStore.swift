@@ -1,7 +1,7 @@
 import Foundation
 import PortariaCore
 
-/// The idempotency contract of DESIGN §3 for visit actions.
+/// The idempotency contract of docs/contract.md §2 for visit actions.
 ///
 /// PostgreSQL (several instances): two transactions per new key: the first commits an
 /// in-flight marker (so a duplicate arriving meanwhile, on any instance, is told

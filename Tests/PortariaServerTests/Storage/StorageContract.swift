@@ -13,7 +13,7 @@ struct ContractCheck: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-/// The storage contract (DESIGN §6: the same contract runs on SQLite and PostgreSQL).
+/// The storage contract (the same contract runs on SQLite and PostgreSQL: docs/decisions/0002).
 /// Written once here; `StorageContractTests` runs it on each backend.
 enum StorageContract {
     static let checks: [ContractCheck] = [
