@@ -436,7 +436,7 @@ private final class FeedState {
         checks += 1
         if checks % 6 == 0 { try await checkScopes() }
         // A missed NOTIFY (a silently dead connection) must not stall delivery for long.
-        if database.dialect == .postgres {
+        if database.dialect.isSharedByInstances {
             for companyID in companies.keys { try await deliver(companyID: companyID) }
         }
     }

@@ -31,12 +31,10 @@ enum EventLog {
     static func append(_ db: any SQLConnection, companyID: String, visitID: String?, unitID: String?,
                        events: [PendingEvent], at: Date) throws -> [EventRecord] {
         guard !events.isEmpty else { return [] }
-        if db.dialect == .postgres {
-            _ = try db.query("SELECT pg_advisory_xact_lock(?) AS locked", .integer(lockKey(companyID)))
-            // Delivered to every instance's listener at commit (and never if it rolls
-            // back): the realtime feed of each instance then reads this company forward.
-            _ = try db.query("SELECT pg_notify('portaria_events', ?) AS notified", .text(companyID))
-        }
+        try db.lock(.eventLog(companyID: companyID))
+        // Delivered to every instance's listener at commit (and never if it rolls
+        // back): the realtime feed of each instance then reads this company forward.
+        try db.notifyAtCommit(.events, payload: companyID)
         let records = try events.map { event in
             let data = JSONValue.object(event.data)
             let row = try db.queryOne("""
@@ -74,16 +72,4 @@ enum EventLog {
         return EventRecord(seq: row.int("seq") ?? 0, companyID: row.string("company_id") ?? "",
                            visitID: row.string("visit_id"), unitID: row.string("unit_id"),
                            type: row.string("type") ?? "", data: data, createdAt: row.date("created_at") ?? Date())
-    }
-
-    /// A stable 63-bit key per company for `pg_advisory_xact_lock` (FNV-1a; Swift's
-    /// `hashValue` is seeded per process and would differ between instances).
-    static func lockKey(_ companyID: String) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in ("events:" + companyID).utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
-    }
-}
+    }}

@@ -488,7 +488,8 @@ public struct VisitService: Sendable {
 
     public func visit(id: String, caller: Caller) async throws -> Visit {
         guard Self.isUUIDish(id) else { throw HTTPError.notFound("visit not found") }
-        let visit = try await database.read { db -> Visit? in
+        // The visit, its timeline and its resolution from one snapshot, so they agree.
+        let visit = try await database.readSnapshot { db -> Visit? in
             guard let row = try VisitStore.load(db, id: id), Self.canSee(caller, companyID: row.companyID, unitID: row.unitID) else { return nil }
             return try VisitStore.dto(db, row)
         }
@@ -532,7 +533,7 @@ public struct VisitService: Sendable {
         if !operatorView && units.isEmpty { return VisitPage(visits: [], nextCursor: nil) }
         let companyID = caller.companyID
         let position = after
-        let (visits, more) = try await database.read { db -> ([Visit], Bool) in
+        let (visits, more) = try await database.readSnapshot { db -> ([Visit], Bool) in
             var sql = VisitStore.select + " WHERE v.company_id = ?"
             var parameters: [SQLValue] = [.text(companyID)]
             if !operatorView {
