@@ -133,9 +133,7 @@ public struct AuthService: Sendable {
     }
 
     static func rateLimited(retryAfter: Int) -> HTTPError {
-        HTTPError(status: 429, code: .rateLimited, message: "too many attempts; try again later",
-                  details: ["retry_after": .number(Double(max(1, retryAfter)))],
-                  headers: [("Retry-After", String(max(1, retryAfter)))])
+        .rateLimited("too many attempts; try again later", retryAfter: retryAfter)
     }
 
     /// Starts a session (refresh-token family) and answers with the login body.

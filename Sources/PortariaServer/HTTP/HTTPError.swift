@@ -36,6 +36,15 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
                   headers: [("WWW-Authenticate", "Bearer")])
     }
 
+    /// The one 429 body: `RATE_LIMITED` with `retry_after` (seconds, at least 1) in the
+    /// envelope and the same number in `Retry-After`.
+    public static func rateLimited(_ message: String, retryAfter: Int) -> HTTPError {
+        let seconds = max(1, retryAfter)
+        return HTTPError(status: 429, code: .rateLimited, message: message,
+                         details: ["retry_after": .number(Double(seconds))],
+                         headers: [("Retry-After", String(seconds))])
+    }
+
     public static func forbidden(_ message: String = "permission denied") -> HTTPError {
         HTTPError(status: 403, code: .forbidden, message: message)
     }

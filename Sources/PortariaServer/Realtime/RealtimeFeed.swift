@@ -342,8 +342,8 @@ private final class FeedState {
     /// Opens the call when a device answers and ends it when the visit closes.
     func followCall(_ event: EventRecord) async throws {
         guard let visitID = event.visitID else { return }
-        switch event.type {
-        case "visit.answered":
+        switch event.visitEventType {
+        case .answered?:
             guard let userID = event.data["by"]?["id"]?.stringValue else { return }
             let peer = CallPeer.resident(userID: userID, deviceID: event.data["device_id"]?.stringValue ?? "default")
             do {
@@ -351,7 +351,7 @@ private final class FeedState {
             } catch {
                 log.warning("call not started", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
             }
-        case "visit.resolved", "visit.cancelled", "visit.expired":
+        case .resolved?, .cancelled?, .expired?:
             try await perform(await calls.close(visitID: visitID))
             await closeVisitorSockets(visitID: visitID, companyID: event.companyID)
         default:

@@ -10,11 +10,14 @@ public struct EventRecord: Sendable, Equatable {
     public var type: String
     public var data: JSONValue
     public var createdAt: Date
+
+    /// The visit event this row records; nil for a type this build does not know.
+    public var visitEventType: VisitEventType? { VisitEventType(rawValue: type) }
 }
 
 /// An event about to be written in the current transaction.
 struct PendingEvent: Sendable {
-    var type: String
+    var type: VisitEventType
     var data: [String: JSONValue]
 }
 
@@ -40,10 +43,10 @@ enum EventLog {
             let row = try db.queryOne("""
                 INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
                 VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
-                """, .text(companyID), .optional(visitID), .optional(unitID), .text(event.type),
+                """, .text(companyID), .optional(visitID), .optional(unitID), .text(event.type.rawValue),
                      .text(data.jsonText), .date(at))
             return EventRecord(seq: row?.int("seq") ?? 0, companyID: companyID, visitID: visitID, unitID: unitID,
-                               type: event.type, data: data, createdAt: at)
+                               type: event.type.rawValue, data: data, createdAt: at)
         }
         // The pushes these events call for, in the same transaction.
         try VisitPushes.enqueue(db, for: records, at: at)

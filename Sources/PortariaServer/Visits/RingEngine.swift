@@ -79,7 +79,7 @@ enum RingEngine {
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .timeout, user: user, channel: "scheduler",
                                              step: job.nextStep - 1, at: at)
             }
-            pending.append(PendingEvent(type: "visit.ring_cancelled", data: [
+            pending.append(PendingEvent(type: .ringCancelled, data: [
                 "reason": .string(RingCancelReason.nextStep.rawValue), "user_ids": .array(previous.map(JSONValue.string))]))
         }
         for user in try names(db, users) {
@@ -89,7 +89,7 @@ enum RingEngine {
         let due = following < job.steps.count ? min(job.dueAt + job.stepMs, job.windowEndsAt) : job.windowEndsAt
         // A step rings until the next one starts (sequential) or the window ends.
         let stepEnds = row.ringMode == .sequential ? min(max(due, now), job.windowEndsAt) : job.windowEndsAt
-        pending.append(PendingEvent(type: "visit.ringing", data: [
+        pending.append(PendingEvent(type: .ringing, data: [
             "user_ids": .array(users.map(JSONValue.string)), "step": .number(Double(job.nextStep)),
             "ring_mode": .string(row.ringMode.rawValue), "visitor_name": .string(row.visitorName),
             "geofence": .object(["status": .string(row.geofence.status.rawValue),
