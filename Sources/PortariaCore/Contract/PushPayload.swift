@@ -108,9 +108,12 @@ public struct DeliveryResolvedPush: Sendable, Equatable {
     public var via: ResolutionChannel?
     /// The pt-BR sentence, already in the condominium's time zone.
     public var text: String
+    /// The per-push acknowledgement capability, when the server sends one.
+    public var ackToken: String?
 
     public init(pushID: String, visitID: String, unitLabel: String, action: ResolutionAction?, resolvedByName: String?,
-                resolvedAt: Date?, via: ResolutionChannel?, text: String) {
+                resolvedAt: Date?, via: ResolutionChannel?, text: String, ackToken: String? = nil) {
+        self.ackToken = ackToken
         self.pushID = pushID
         self.visitID = visitID
         self.unitLabel = unitLabel
@@ -205,7 +208,7 @@ public enum PushPayload: Sendable, Equatable {
                 resolvedByName: reader.string("resolved_by_name"),
                 resolvedAt: reader.string("resolved_at").flatMap(Timestamp.parse),
                 via: reader.string("via").flatMap(ResolutionChannel.init(rawValue:)),
-                text: reader.string("text") ?? ""))
+                text: reader.string("text") ?? "", ackToken: reader.string("ack_token")))
         case .test:
             return .test(pushID: try reader.required("push_id"), text: reader.string("text"))
         case nil:
