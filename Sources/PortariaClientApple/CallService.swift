@@ -57,7 +57,6 @@ public final class CallService: NSObject, ObservableObject {
     /// Answer actions CallKit waits on until the server accepts the answer.
     private var pendingAnswers: [UUID: CXAnswerCallAction] = [:]
     private var expiryTasks: [String: Task<Void, Never>] = [:]
-    private var realtimeTask: Task<Void, Never>?
 
     public static func configuration() -> CXProviderConfiguration {
         let configuration = CXProviderConfiguration()
@@ -154,10 +153,14 @@ public final class CallService: NSObject, ObservableObject {
                     self.handle(.visitLoaded(visit))
                 }
             case .openRealtime:
-                openRealtime()
+                // Cancellations travel over the socket (a VoIP push can only mean "ring
+                // now"). The app's one consumer of `realtime.updates` forwards events here
+                // through `realtimeUpdate(_:)` (an AsyncStream has one reader).
+                let realtime = dependencies.realtime
+                Task { await realtime.start() }
             case .closeRealtime:
-                realtimeTask?.cancel()
-                realtimeTask = nil
+                // The socket is shared with Home; the app stops it when it goes to the background.
+                break
             case .scheduleRingExpiry(let visitID, let at):
                 expiryTasks[visitID]?.cancel()
                 expiryTasks[visitID] = Task {
@@ -232,16 +235,9 @@ public final class CallService: NSObject, ObservableObject {
         }
     }
 
-    private func openRealtime() {
-        guard realtimeTask == nil else { return }
-        let realtime = dependencies.realtime
-        realtimeTask = Task {
-            await realtime.start()
-            for await update in realtime.updates {
-                if Task.isCancelled { break }
-                if case .event(let type, _, let data) = update { self.handle(.realtime(type, data)) }
-            }
-        }
+    /// Called by the app's single reader of `RealtimeClient.updates`.
+    public func realtimeUpdate(_ update: RealtimeClient.Update) {
+        if case .event(let type, _, let data) = update { handle(.realtime(type, data)) }
     }
 
     static func endedReason(_ reason: CallEndReason) -> CXCallEndedReason {
