@@ -47,8 +47,9 @@ public struct CallServiceDependencies: Sendable {
 
 /// Owns the `CXProvider`, the `CXCallController` and the `PKPushRegistry`, the
 /// coordinator, and the call screens' view models. Lives on the main actor; CallKit and
-/// PushKit are given the main queue, so their delegate callbacks arrive there
-/// (`MainActor.assumeIsolated` below states that, and traps if it were ever untrue).
+/// PushKit are given the main queue, so their delegate callbacks arrive there (the
+/// `@preconcurrency` conformances below check that at run time, and trap if it were ever
+/// untrue).
 @MainActor @Observable
 public final class CallService: NSObject {
     public private(set) var coordinator: IncomingCallCoordinator

@@ -122,7 +122,7 @@ public struct KeychainBiometricGate: BiometricGate {
     public func unlock(reason: String) async throws -> String? {
         let service = service, account = account
         // SecItemCopyMatching blocks while the prompt is up: never on the main thread.
-        let outcome: Result<String?, BiometricGateError> = await Task.detached {
+        let outcome = await Task.detached { () -> Result<String?, BiometricGateError> in
             let context = LAContext()
             context.localizedReason = reason
             let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,

@@ -47,7 +47,9 @@ public final class NotificationCenterAdapter: NSObject {
         (try? await UNUserNotificationCenter.current().requestAuthorization(options: [.alert, .sound, .badge])) ?? false
     }
 
-    static func category(_ spec: NotificationCategorySpec) -> UNNotificationCategory {
+    /// Nonisolated: it only builds values, and `map` takes a nonisolated function (a
+    /// main-actor static method passed there would not convert).
+    nonisolated static func category(_ spec: NotificationCategorySpec) -> UNNotificationCategory {
         let actions = spec.actions.map { action in
             var options: UNNotificationActionOptions = []
             if action.isDestructive { options.insert(.destructive) }

@@ -32,8 +32,8 @@ struct HomeView: View {
                 rows(ClientText.historySection, state.history, home)
             }
             .navigationTitle(ClientText.appTitle)
-            .navigationDestination(for: VisitRoute.self) { VisitDetailView(app: app, screen: app.visitDetail($0.id)) }
-            .navigationDestination(item: $app.openedVisitID.visitRoute) { VisitDetailView(app: app, screen: app.visitDetail($0.id)) }
+            .navigationDestination(for: VisitRoute.self) { VisitDetailView(app: app, visitID: $0.id) }
+            .navigationDestination(item: $app.openedVisitID.visitRoute) { VisitDetailView(app: app, visitID: $0.id) }
             .toolbar {
                 NavigationLink { SettingsView(app: app) } label: { Image(systemName: "gearshape") }
                     .accessibilityLabel(ClientText.settingsTitle)
