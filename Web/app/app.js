@@ -1,19 +1,27 @@
-// Resident web client (minimal): log in, see pendências and history, resolve a visit
-// with one tap. Each tap makes one Idempotency-Key and retries with that same key on a
-// network failure, so a resolve is never lost and never applied twice; a 409
-// VISIT_ALREADY_RESOLVED becomes "Maria já autorizou às 14:32", never a technical error.
+// Resident web client: log in, see pendências and history, resolve a visit with one tap.
+// A tap goes into the durable action queue (`Web/shared/actions.js`, IndexedDB, shared
+// with the service worker): one Idempotency-Key made at tap time and stored before the
+// first send, retried with that same key until the server gives a final answer, so a
+// resolve is never lost and never applied twice. An expired access token is refreshed
+// and the action sent (never a logout that drops it). Times are the condominium's
+// (GET /v1/me `company.time_zone`), and what a resident reads comes from the server in
+// pt-BR or from `Web/shared/text.js`, never raw.
 
-import { VideoCall } from "../gate/assets/call.js";
+import { VideoCall } from "../shared/call.js";
+import { ApiError, request, withRetries } from "../shared/api.js";
+import { authorized, clearSession, loadSession, saveSession, SESSION_ENDED } from "../shared/session.js";
+import { CHANNEL, drain, enqueue, pendingActions, recentActions } from "../shared/actions.js";
+import * as text from "../shared/text.js";
 
 const $ = (id) => document.getElementById(id);
-const SESSION_KEY = "portaria.app.session";
 const DEVICE_KEY = "portaria.app.device";
 
-let session = null; // {token, companyID, companyName, name}
+let session = null; // {token, refreshToken, companyID, companyName, userID, name, timeZone}
 let pendingLogin = null; // login answer waiting for a company choice
 let socket = null;
 let pollTimer = 0;
 let reconnectTimer = 0;
+let drainTimer = 0;
 const photoURLs = new Map();
 /** What the resident's own taps got, per visit, kept across list refreshes. */
 const notes = new Map();
@@ -34,54 +42,40 @@ const deviceID = (() => {
   return id;
 })();
 
-const ACTIONS = { authorize: "autorizou", deny: "negou", leave_at_concierge: "pediu para deixar na portaria" };
-const OUTCOMES = { authorize: "Autorizado", deny: "Negado", leave_at_concierge: "Deixar na portaria" };
 const STATUSES = { ringing: "Tocando", answered: "Atendida", unanswered: "Ninguém atendeu", cancelled: "Cancelada pelo visitante", expired: "Expirada" };
 
-class ApiError extends Error {
-  constructor(message, status = 0, body = {}) {
-    super(message);
-    this.status = status;
-    this.body = body;
-  }
-}
+const OUTCOMES = { authorize: "Autorizado", deny: "Negado", leave_at_concierge: "Deixar na portaria" };
 
 function time(iso) {
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "" : date.toLocaleTimeString("pt-BR", { hour: "2-digit", minute: "2-digit" });
+  return text.clock(iso, session && session.timeZone);
 }
 
-async function api(method, path, { body, headers = {}, raw = false } = {}) {
-  const allHeaders = { Accept: "application/json", ...headers };
-  if (body !== undefined) allHeaders["Content-Type"] = "application/json";
-  if (session) {
-    allHeaders.Authorization = `Bearer ${session.token}`;
-    allHeaders["X-Company-Id"] = session.companyID;
-  }
-  let response;
-  try {
-    response = await fetch(path, {
-      method, headers: allHeaders, body: body === undefined ? undefined : JSON.stringify(body),
-      cache: "no-store", credentials: "omit",
-    });
-  } catch {
-    throw new ApiError("Sem conexão com o servidor. Verifique a internet.", 0);
-  }
-  if (raw && response.ok) return response.blob();
-  const text = await response.text().catch(() => "");
-  let json = {};
-  try { json = text ? JSON.parse(text) : {}; } catch { json = {}; }
-  if (response.ok) return json;
-  const error = json.error || {};
+/** The resident's wording of an error answer (the queue has its own for resolves). */
+function describe(status) {
   const messages = {
     401: session ? "Sua sessão expirou. Entre de novo." : "Usuário ou senha incorretos.",
     403: "Você não tem permissão para isso.",
     404: "Visita não encontrada.",
     429: "Muitas tentativas; aguarde um minuto.",
   };
-  throw new ApiError(messages[response.status] || (response.status >= 500
+  return messages[status] || (status >= 500
     ? "O servidor está com problemas agora. Tente de novo em instantes."
-    : `Não deu certo (erro ${response.status}).`), response.status, error);
+    : `Não deu certo (erro ${status}).`);
+}
+
+/** A request as the resident (refreshing the session on 401), or anonymous before login. */
+async function api(method, path, { body, headers = {}, raw = false, idempotencyKey } = {}) {
+  const options = { body, headers, raw, idempotencyKey, describe };
+  return session ? authorized(method, path, options) : request(method, path, options);
+}
+
+/** The session is over for good (refresh refused): back to the login, taps kept for later. */
+function sessionEnded(error) {
+  if (error && error.code === SESSION_ENDED) {
+    logout(error.message, { keepQueue: true });
+    return true;
+  }
+  return false;
 }
 
 function showError(id, message) {
@@ -124,23 +118,40 @@ async function login(event) {
 async function chooseCompany() {
   const companies = pendingLogin.companies;
   const company = companies.length === 1 ? companies[0] : companies.find((c) => c.id === $("company").value);
-  session = { token: pendingLogin.jwt_token, companyID: company.id, companyName: company.name, name: "" };
+  const answer = pendingLogin;
   pendingLogin = null;
+  // The access token is short-lived; the refresh token renews it (page and worker share both).
+  const fresh = {
+    token: answer.jwt_token, refreshToken: answer.refresh_token, companyID: company.id, companyName: company.name,
+    userID: answer.user_id, name: "", timeZone: company.time_zone || text.DEFAULT_ZONE,
+  };
+  await saveSession(fresh);
+  session = fresh;
   try {
     const me = await api("GET", "/v1/me");
     session.name = me.user ? me.user.name : "";
-  } catch { /* the name is decoration */ }
-  try { sessionStorage.setItem(SESSION_KEY, JSON.stringify(session)); } catch { /* private mode */ }
+    // The condominium's clock, whatever zone this browser is in.
+    if (me.company && me.company.time_zone) session.timeZone = me.company.time_zone;
+    await saveSession(session);
+  } catch { /* the name is decoration; the zone falls back to the login's or São Paulo's */ }
   enterHome();
 }
 
-function logout(message) {
+/**
+ * Leaves the home screen. The resident's own "Sair" ends the session on the server and
+ * forgets it; a session the server ended (`keepQueue`) keeps the taps still being sent,
+ * which go out when the same resident logs in again.
+ */
+async function logout(message, { keepQueue = false } = {}) {
   if (call) call.hangup();
   $("call").hidden = true;
   stopLive();
-  if (session) api("POST", "/v1/auth/logout", { body: {} }).catch(() => {});
+  const ending = session;
   session = null;
-  try { sessionStorage.removeItem(SESSION_KEY); } catch { /* ignore */ }
+  if (ending && !keepQueue) {
+    request("POST", "/v1/auth/logout", { body: { refresh_token: ending.refreshToken }, token: ending.token }).catch(() => {});
+  }
+  await clearSession().catch(() => {});
   $("view-home").hidden = true;
   $("view-login").hidden = false;
   $("who").hidden = true;
@@ -161,6 +172,7 @@ function enterHome() {
   $("who").hidden = !session.name;
   load();
   startLive();
+  sendQueued();
 }
 
 async function load() {
@@ -178,7 +190,7 @@ async function load() {
     render("history", (history.visits || []).filter((visit) => !open.includes(visit)), seen);
     for (const item of document.querySelectorAll("li.visit")) if (!seen.has(item.dataset.id)) item.remove();
   } catch (error) {
-    if (error.status === 401) return logout(error.message);
+    if (sessionEnded(error)) return;
     showError("home-error", error.message);
   }
 }
@@ -268,7 +280,9 @@ function fillVisit(item, visit) {
   const note = notes.get(visit.id);
   if (note) {
     message.textContent = note.text;
-    message.classList.toggle("ok", note.ok);
+    message.classList.toggle("ok", !!note.ok);
+    // A decision still in the queue: no second one on top of it.
+    if (note.state === "pending") item.querySelectorAll("button[data-action]").forEach((button) => { button.disabled = true; });
   }
   item.append(message);
 }
@@ -282,45 +296,62 @@ async function loadPhoto(id, image) {
   }
 }
 
-/** One tap: one key, retried on network failures with the same key (the server replays). */
+/** One tap: stored in the durable queue with its key, then sent (and retried) from there. */
 async function resolve(item, visit, action) {
-  const key = crypto.randomUUID();
-  const buttons = item.querySelectorAll("button");
   const message = item.querySelector(".message");
-  buttons.forEach((button) => { button.disabled = true; });
+  item.querySelectorAll("button").forEach((button) => { button.disabled = true; });
   item.dataset.busy = "1";
   message.classList.remove("ok");
-  message.textContent = "Enviando…";
-  const delays = [0, 1000, 2000, 4000, 8000];
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      const resolved = await api("POST", `/v1/visits/${visit.id}/resolve`, { body: { action }, headers: { "Idempotency-Key": key } });
-      delete item.dataset.busy;
-      notes.set(visit.id, { text: "Pronto: o visitante já está vendo a resposta.", ok: true });
-      fillVisit(item, resolved);
-      load();
-      return;
-    } catch (error) {
-      const code = error.body && error.body.code;
-      if (error.status === 409 && code === "VISIT_ALREADY_RESOLVED") {
-        const who = error.body.resolved_by ? error.body.resolved_by.name.split(" ")[0] : "Alguém";
-        notes.set(visit.id, { text: `${who} já ${ACTIONS[error.body.action] || "resolveu"} às ${time(error.body.resolved_at)}.`, ok: false });
-        delete item.dataset.busy;
-        load();
-        return;
-      }
-      const retriable = error.status === 0 || error.status === 409 || error.status >= 500;
-      if (retriable && attempt + 1 < delays.length) {
-        message.textContent = `Sem resposta ainda; tentando de novo (${attempt + 1})…`;
-        await new Promise((resolveDelay) => setTimeout(resolveDelay, delays[attempt + 1]));
-        continue;
-      }
-      if (error.status === 401) return logout(error.message);
-      message.textContent = `Não foi possível responder: ${error.message} Toque de novo.`;
-      buttons.forEach((button) => { button.disabled = false; });
-      delete item.dataset.busy;
-      return;
+  message.textContent = text.queued(action, "sending");
+  try {
+    await enqueue({ visitID: visit.id, action, kind: visit.kind, visitorName: visit.visitor_name, source: "page" });
+  } catch {
+    // No IndexedDB (a locked-down private window): say so rather than pretend.
+    message.textContent = "Este navegador não deixou guardar sua decisão. Toque de novo.";
+    item.querySelectorAll("button").forEach((button) => { button.disabled = false; });
+    delete item.dataset.busy;
+    return;
+  }
+  sendQueued();
+}
+
+/** Sends what the queue holds now and schedules the next try of anything still waiting. */
+async function sendQueued() {
+  clearTimeout(drainTimer);
+  drainTimer = 0;
+  let result;
+  try {
+    result = await drain();
+  } catch {
+    drainTimer = setTimeout(sendQueued, 5000);
+    return;
+  }
+  if (result.nextAt) drainTimer = setTimeout(sendQueued, Math.max(0, result.nextAt - Date.now()));
+  const waiting = (await pendingActions().catch(() => [])).some((record) => record.text === text.queued(record.action, "needs_login"));
+  if (waiting && session) {
+    const current = await loadSession().catch(() => null);
+    if (!current || current.expired) logout("Sua sessão expirou. Entre de novo: sua decisão será enviada em seguida.", { keepQueue: true });
+  }
+}
+
+/** A queue record changed (here or in the service worker): show it on its visit. */
+function showAction(record) {
+  if (!session || record.userID !== session.userID) return;
+  notes.set(record.visitID, { text: record.text, ok: record.ok, state: record.state });
+  const item = document.querySelector(`li.visit[data-id="${CSS.escape(record.visitID)}"]`);
+  if (!item) return;
+  const message = item.querySelector(".message");
+  if (message) {
+    message.textContent = record.text;
+    message.classList.toggle("ok", !!record.ok);
+  }
+  if (record.state !== "pending") {
+    delete item.dataset.busy;
+    if (record.visit) {
+      fillVisit(item, record.visit);
+      item.dataset.signature = "";
     }
+    load();
   }
 }
 
@@ -336,24 +367,19 @@ async function answer(item, visit) {
   const button = item.querySelector("button[data-action=answer]");
   if (button) button.disabled = true;
   openCall(visit);
-  const key = crypto.randomUUID();
-  const delays = [0, 1000, 2000, 4000];
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      await api("POST", `/v1/visits/${visit.id}/answer`, { body: { device_id: deviceID }, headers: { "Idempotency-Key": key } });
-      load();
-      return;
-    } catch (error) {
-      if ((error.status === 0 || error.status >= 500) && attempt + 1 < delays.length) {
-        await new Promise((resolveDelay) => setTimeout(resolveDelay, delays[attempt + 1]));
-        continue;
-      }
-      if (call && call.visitID === visit.id) call.close(error.status === 409 ? "Esta chamada já foi atendida ou encerrada." : `Não foi possível atender: ${error.message}`);
-      if (error.status === 401) return logout(error.message);
-      if (button) button.disabled = false;
-      load();
-      return;
+  try {
+    // One key for every attempt: a retried answer is replayed, never a second claim.
+    await withRetries((key) => api("POST", `/v1/visits/${visit.id}/answer`, { body: { device_id: deviceID }, idempotencyKey: key }),
+      { attempts: 4 });
+    load();
+  } catch (error) {
+    if (call && call.visitID === visit.id) {
+      call.close(error.status === 409 ? (error.body && error.body.message) || "Esta chamada já foi atendida ou encerrada."
+        : `Não foi possível atender: ${error.message}`);
     }
+    if (sessionEnded(error)) return;
+    if (button) button.disabled = false;
+    load();
   }
 }
 
@@ -404,7 +430,7 @@ async function startLive() {
   try {
     ({ ticket } = await api("POST", "/v1/realtime/tickets", { body: {} }));
   } catch (error) {
-    if (error.status === 401) return logout(error.message);
+    if (sessionEnded(error)) return;
     return liveFailed();
   }
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
@@ -463,5 +489,29 @@ $("call-unmute").addEventListener("click", () => {
   $("call-unmute").hidden = true;
 });
 window.addEventListener("pagehide", () => { if (call) call.hangup(); });
-try { session = JSON.parse(sessionStorage.getItem(SESSION_KEY) || "null"); } catch { session = null; }
-if (session && session.token) enterHome();
+// Queued taps go out as soon as there is a chance: back online, back to the screen, or
+// told by the service worker (it sent one from a notification).
+window.addEventListener("online", sendQueued);
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState !== "visible" || !session) return;
+  sendQueued();
+  load();
+});
+try {
+  const channel = new BroadcastChannel(CHANNEL);
+  channel.onmessage = (event) => showAction(event.data);
+} catch { /* no BroadcastChannel: the lists still refresh over the socket */ }
+
+(async () => {
+  session = await loadSession().catch(() => null);
+  if (session && session.token && !session.expired) {
+    // Outcomes of taps made before a reload (or from a notification) are shown again.
+    for (const record of await recentActions().catch(() => [])) {
+      if (record.userID === session.userID) notes.set(record.visitID, { text: record.text, ok: record.ok, state: record.state });
+    }
+    enterHome();
+    sendQueued();
+  } else {
+    session = null;
+  }
+})();

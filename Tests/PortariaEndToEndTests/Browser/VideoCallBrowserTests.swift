@@ -77,7 +77,7 @@ struct VideoCallBrowserTests {
                     // During the call Maria authorizes from the same screen.
                     try await app.click(css: "li.visit[data-id='\(visitID)'] button[data-action=authorize]")
                     try await gate.waitForText("#visit-state", containing: "Autorizado — pode entrar", within: .seconds(10))
-                    try await app.waitForText("li.visit[data-id='\(visitID)'] .message", containing: "Pronto")
+                    try await app.waitForText("li.visit[data-id='\(visitID)'] .message", containing: "Visita autorizada")
 
                     // The call is over on both sides: state ended, camera and microphone released.
                     let ended = """
