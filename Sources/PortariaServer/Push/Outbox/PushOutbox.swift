@@ -41,8 +41,8 @@ public enum PushOutbox {
     /// Expands `request` to one job per device that can receive it, inside `db`'s transaction.
     ///
     /// iOS rings need an active PushKit token (a plain alert cannot ring); every other push
-    /// uses the device's push token. Devices whose token a provider refused are skipped,
-    /// as are web devices (no web push provider yet). Returns the jobs written.
+    /// uses the device's push token (a web device's is its push subscription). Devices whose
+    /// token a provider refused are skipped. Returns the jobs written.
     @discardableResult
     public static func enqueue(_ db: any SQLConnection, _ request: PushRequest, now: Date = Date()) throws -> [EnqueuedPush] {
         guard !request.userIDs.isEmpty else { return [] }
@@ -66,6 +66,12 @@ public enum PushOutbox {
             case ("ios", _), ("android", _):
                 tokenKind = .push
                 token = device.string("push_token_status") == "active" ? device.string("push_token") : nil
+            case ("web", _):
+                // Only a browser push subscription can be sent to; web rows from before
+                // Web Push hold an opaque token and get nothing.
+                tokenKind = .push
+                token = device.string("push_token_status") == "active"
+                    ? device.string("push_token").flatMap { WebPushSubscriptionRules.fromStoredToken($0) != nil ? $0 : nil } : nil
             default:
                 continue
             }
