@@ -173,6 +173,7 @@ function enterHome() {
   load();
   startLive();
   sendQueued();
+  refreshSubscription();
 }
 
 async function load() {
@@ -477,11 +478,101 @@ function stopLive() {
   }
 }
 
+// MARK: notifications (Web Push, decision 0025)
+
+/** The app's service worker (rings with the tab closed); null where the browser has none. */
+const workerReady = (async () => {
+  if (!("serviceWorker" in navigator)) return null;
+  try {
+    return await navigator.serviceWorker.register("sw.js", { type: "module", scope: "./" });
+  } catch {
+    return null;
+  }
+})();
+
+function base64url(text) {
+  const base64 = text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4);
+  return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+}
+
+/** Where notifications stand on this browser, and how to fix it. */
+async function showNotifyState(problem = "") {
+  const section = $("notify");
+  const button = $("notify-enable");
+  section.hidden = false;
+  if (!("Notification" in window) || !("PushManager" in window)) {
+    $("notify-state").textContent = "Este navegador não avisa com o app fechado. No iPhone, toque em Compartilhar → Adicionar à Tela de Início e abra o app por lá.";
+    button.hidden = true;
+    return;
+  }
+  const registration = await workerReady;
+  const subscription = registration ? await registration.pushManager.getSubscription().catch(() => null) : null;
+  if (Notification.permission === "denied") {
+    $("notify-state").textContent = "As notificações estão bloqueadas para este site. Libere no navegador: cadeado ao lado do endereço → Notificações → Permitir.";
+    button.hidden = true;
+  } else if (Notification.permission === "granted" && subscription) {
+    $("notify-state").textContent = problem || "Notificações ativas: este navegador toca mesmo com a aba fechada.";
+    button.hidden = !problem;
+  } else {
+    $("notify-state").textContent = problem || "Ative para ser avisado de visitas e entregas mesmo com esta aba fechada.";
+    button.hidden = false;
+  }
+}
+
+/** Tells the server where to push for this browser (again at every start: the user may have changed). */
+async function registerSubscription(subscription) {
+  const { endpoint, keys } = subscription.toJSON();
+  await api("POST", "/v1/devices", {
+    body: {
+      installation_id: deviceID, platform: "web", web_push: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } },
+      device_name: "Navegador", locale: "pt-BR", capabilities: { notifications_enabled: true },
+    },
+  });
+}
+
+async function enableNotifications() {
+  $("notify-enable").disabled = true;
+  try {
+    if ((await Notification.requestPermission()) !== "granted") return showNotifyState();
+    const registration = await workerReady;
+    if (!registration) return showNotifyState("Este navegador não deixou instalar o serviço de notificações.");
+    const { public_key: key } = await request("GET", "/v1/push/web/vapid_public_key");
+    const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64url(key) });
+    await registerSubscription(subscription);
+    await showNotifyState();
+  } catch (error) {
+    await showNotifyState(error instanceof ApiError ? error.message
+      : "Não foi possível ativar as notificações neste navegador agora. Tente de novo mais tarde.");
+  } finally {
+    $("notify-enable").disabled = false;
+  }
+}
+
+/** At every start: keeps the server's copy of this browser's subscription current. */
+async function refreshSubscription() {
+  try {
+    const registration = await workerReady;
+    const subscription = registration ? await registration.pushManager.getSubscription() : null;
+    if (subscription && Notification.permission === "granted") await registerSubscription(subscription);
+  } catch { /* shown by showNotifyState */ }
+  showNotifyState();
+}
+
+/** "Sair": this browser stops ringing for the resident who left (the push service answers 410 from now on). */
+async function unsubscribe() {
+  try {
+    const registration = await workerReady;
+    const subscription = registration ? await registration.pushManager.getSubscription() : null;
+    if (subscription) await subscription.unsubscribe();
+  } catch { /* nothing to undo */ }
+}
+
 // MARK: start
 
 $("view-login").addEventListener("submit", login);
 $("refresh").addEventListener("click", load);
-$("logout").addEventListener("click", () => logout());
+$("logout").addEventListener("click", () => { unsubscribe(); logout(); });
+$("notify-enable").addEventListener("click", enableNotifications);
 $("call-hangup").addEventListener("click", () => { if (call) call.hangup(); });
 $("call-close").addEventListener("click", () => { $("call").hidden = true; });
 $("call-unmute").addEventListener("click", () => {

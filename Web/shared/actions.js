@@ -61,8 +61,16 @@ export async function drain({ notify = () => {} } = {}) {
         if (now - record.createdAt > KEEP_MS) await deleteAction(record.key);
         continue;
       }
-      // Another resident logged in on this browser: the record waits for its owner.
-      if (!session || session.expired || session.userID !== record.userID) continue;
+      // Logged out, or another resident logged in on this browser: the record waits for its owner.
+      if (!session || session.expired || session.userID !== record.userID) {
+        const waiting = text.queued(record.action, "needs_login");
+        if (record.text !== waiting) {
+          const updated = { ...record, text: waiting };
+          await putAction(updated);
+          announce(updated);
+        }
+        continue;
+      }
       if (record.nextAt > now) {
         nextAt = nextAt ? Math.min(nextAt, record.nextAt) : record.nextAt;
         continue;

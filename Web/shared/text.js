@@ -69,6 +69,19 @@ export function alreadyResolvedVisit(resolution, myUserID, zone) {
     myUserID, zone);
 }
 
+/** What a ring notification becomes once someone decided: "Maria autorizou às 14:32". */
+export function decidedBy(resolution, myUserID, zone) {
+  const time = clock(resolution.at, zone);
+  if (resolution.via === "auto") return `Deixado na portaria automaticamente às ${time}`;
+  const by = resolution.by || {};
+  const who = myUserID && by.id === myUserID ? "Você" : firstName(by.name);
+  switch (resolution.action) {
+    case "authorize": return `${who} autorizou às ${time}`;
+    case "deny": return `${who} negou às ${time}`;
+    default: return `${who} pediu para deixar na portaria às ${time}`;
+  }
+}
+
 /** The visit ended without a decision: "O visitante desistiu às 14:32". */
 export function closed(status, kind, at, zone) {
   const time = at ? ` às ${clock(at, zone)}` : "";
