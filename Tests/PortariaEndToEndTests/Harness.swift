@@ -281,7 +281,7 @@ final class TestServer: @unchecked Sendable {
 }
 
 extension RawResponse {
-    /// The `error` object of the envelope (DESIGN §3), checking the media type.
+    /// The `error` object of the envelope (docs/contract.md §2), checking the media type.
     func errorEnvelope(sourceLocation: SourceLocation = #_sourceLocation) throws -> ErrorBody {
         #expect(header("content-type")?.hasPrefix("application/json") == true, "Content-Type \(header("content-type") ?? "none")",
                 sourceLocation: sourceLocation)

@@ -25,6 +25,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let rateLimited = ErrorCode("RATE_LIMITED")
     public static let internalError = ErrorCode("INTERNAL_ERROR")
     public static let serviceUnavailable = ErrorCode("SERVICE_UNAVAILABLE")
+    /// A route this build cannot serve (WebSockets on a platform without the event loop).
+    public static let notImplemented = ErrorCode("NOT_IMPLEMENTED")
 
     // Authentication and authorization
     public static let unauthorized = ErrorCode("UNAUTHORIZED")

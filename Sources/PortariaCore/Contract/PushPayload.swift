@@ -1,6 +1,6 @@
 import Foundation
 
-// What the apps decode from a push (DESIGN §3 "Push"). The server renders the same
+// What the apps decode from a push (docs/contract.md §3 "Push"). The server renders the same
 // message two ways: APNs JSON (numbers as numbers, `geofence` nested) and FCM/Web Push
 // data messages (every value a string, `geofence_status` and `geofence_distance_m`
 // flattened, because FCM only carries string values). These types read both, so an

@@ -1,7 +1,7 @@
 import Foundation
 import PortariaCore
 
-/// The demo of DESIGN §5, seeded by `portaria serve --demo` into an empty database.
+/// The demo of docs/contract.md §6, seeded by `portaria serve --demo` into an empty database.
 public enum DemoData {
     public static let password = "demo1234"
 

@@ -126,7 +126,7 @@ public final class Application: Sendable {
         realtime = RealtimeFeed(database: database, hub: webSockets, limits: realtimeLimits, log: log)
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.
-        if database.dialect != .postgres { realtime.follow(visits.bus) }
+        if !database.dialect.isSharedByInstances { realtime.follow(visits.bus) }
         // Ring and cancel jobs were written with the events; deliver them now rather than
         // at the worker's next poll.
         let worker = pushWorker
@@ -138,8 +138,8 @@ public final class Application: Sendable {
         }
         let feed = realtime
         auth.sessionEnded = { sessionID in feed.endSession(sessionID) }
-        if database.dialect == .postgres {
-            listener = PostgresListener(url: configuration.databaseURL, channel: "portaria_events", log: log) { companyID in
+        if database.dialect.isSharedByInstances {
+            listener = PostgresListener(url: configuration.databaseURL, channel: NotificationChannel.events.rawValue, log: log) { companyID in
                 if let companyID { feed.poke(companyID: companyID) } else { feed.pokeAll() }
             }
         } else {

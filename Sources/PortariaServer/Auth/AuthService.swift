@@ -2,7 +2,7 @@ import Foundation
 import PortariaCore
 
 /// Login by password and by SMS code, refresh rotation with reuse detection, logout.
-/// Every rule here comes from DESIGN "Security rules" (ASVS 5.0, RFC 8725, RFC 9700).
+/// Every rule here comes from docs/contract.md §4 "Security rules" (ASVS 5.0, RFC 8725, RFC 9700).
 public struct AuthService: Sendable {
     public let database: any SQLDatabase
     public let accounts: AccountStore
@@ -133,9 +133,7 @@ public struct AuthService: Sendable {
     }
 
     static func rateLimited(retryAfter: Int) -> HTTPError {
-        HTTPError(status: 429, code: .rateLimited, message: "too many attempts; try again later",
-                  details: ["retry_after": .number(Double(max(1, retryAfter)))],
-                  headers: [("Retry-After", String(max(1, retryAfter)))])
+        .rateLimited("too many attempts; try again later", retryAfter: retryAfter)
     }
 
     /// Starts a session (refresh-token family) and answers with the login body.

@@ -51,10 +51,8 @@ public struct ServiceSecrets: Sendable {
 
     public static func loadOrCreate(_ database: any SQLDatabase, key: SecretsKey? = nil, now: Date = Date()) async throws -> ServiceSecrets {
         try await database.write { db in
-            if db.dialect == .postgres {
-                // Two instances starting together must not each mint a different first key.
-                _ = try db.query("SELECT pg_advisory_xact_lock(7246101) AS locked", [])
-            }
+            // Two instances starting together must not each mint a different first key.
+            try db.lock(.serviceSecrets)
             let existing = try db.queryOne("SELECT COUNT(*) AS n FROM signing_keys WHERE retired_at IS NULL", [])?.int("n") ?? 0
             if existing == 0 {
                 let id = Self.newKeyID(now)
@@ -66,12 +64,10 @@ public struct ServiceSecrets: Sendable {
                 ON CONFLICT (key) DO NOTHING
                 """, .text(Self.store(Crypto.randomBytes(32), context: pepperContext, key: key)), .date(now))
 
-            // Every stored secret, wrapped now if a key is given and it is not yet. SQLite
-            // keeps the bytes of a replaced value in the page's free space unless told to
-            // zero them; PostgreSQL keeps the old row version until VACUUM (docs/ops.md).
-            let zeroFreedSpace = key != nil && db.dialect == .sqlite
-            if zeroFreedSpace { try db.execute("PRAGMA secure_delete = ON", []) }
-            defer { if zeroFreedSpace { _ = try? db.execute("PRAGMA secure_delete = OFF", []) } }
+            // Every stored secret, wrapped now if a key is given and it is not yet, without
+            // leaving the plaintext it replaces in free pages.
+            if key != nil { try db.zeroFreedSpace(true) }
+            defer { if key != nil { try? db.zeroFreedSpace(false) } }
             var wrapped = 0
             var plaintext = false
             for row in try db.query("SELECT id, secret FROM signing_keys", []) {

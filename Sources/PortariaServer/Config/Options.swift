@@ -1,6 +1,6 @@
 import Foundation
 
-/// A command-line option of DESIGN §4. Every option also reads an environment variable:
+/// A command-line option of docs/contract.md §5. Every option also reads an environment variable:
 /// `--apns-endpoint` ↔ `PORTARIA_APNS_ENDPOINT`. The command line wins.
 public struct OptionSpec: Sendable {
     public let name: String

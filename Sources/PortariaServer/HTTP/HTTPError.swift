@@ -1,6 +1,6 @@
 import PortariaCore
 
-/// An error a handler throws to answer with the error envelope of DESIGN §3.
+/// An error a handler throws to answer with the error envelope of docs/contract.md §2.
 public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var status: Int
     public var body: ErrorBody
@@ -34,6 +34,15 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public static func unauthorized(_ message: String = "authentication required") -> HTTPError {
         HTTPError(status: 401, code: .unauthorized, message: message,
                   headers: [("WWW-Authenticate", "Bearer")])
+    }
+
+    /// The one 429 body: `RATE_LIMITED` with `retry_after` (seconds, at least 1) in the
+    /// envelope and the same number in `Retry-After`.
+    public static func rateLimited(_ message: String, retryAfter: Int) -> HTTPError {
+        let seconds = max(1, retryAfter)
+        return HTTPError(status: 429, code: .rateLimited, message: message,
+                         details: ["retry_after": .number(Double(seconds))],
+                         headers: [("Retry-After", String(seconds))])
     }
 
     public static func forbidden(_ message: String = "permission denied") -> HTTPError {

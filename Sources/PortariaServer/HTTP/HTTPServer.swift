@@ -35,10 +35,7 @@ public struct HTTPServerConfiguration: Sendable {
 /// The HTTP/1.1 listener: GNU libmicrohttpd's epoll thread pool parses HTTP; each
 /// complete request is handed to an async Swift handler while its connection is
 /// suspended, so no libmicrohttpd thread ever waits for a handler or for storage.
-public final class HTTPServer: @unchecked Sendable {
-    // Unchecked: `daemon`, `retainedByDaemon`, `port` and `quiescedListener` are written by
-    // `start()` before any request can arrive and by `shutdown()` after `state` left
-    // `.running`; the libmicrohttpd threads read only through `self` handed to them in `start()`.
+public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     let router: Router
     let log: Log
@@ -63,22 +60,31 @@ public final class HTTPServer: @unchecked Sendable {
         var resuming = 0
         var running: Int { suspended.count }
     }
-    private var daemon: OpaquePointer?
-    /// The daemon's reference to this server, from `start()` until `shutdown()` has stopped
-    /// it: libmicrohttpd's threads call back into `self` until then. Without it, the last
-    /// release of a running server could land on one of those threads (a finished request
-    /// releasing its `RequestContext` after its owner dropped the server), and `deinit`
-    /// would call `MHD_stop_daemon` there: a thread cannot join itself, and libmicrohttpd
-    /// aborts the process ("Failed to join a thread"). So a started server lives until
-    /// `shutdown()`, and `deinit` never meets a running daemon.
-    private var retainedByDaemon: Unmanaged<HTTPServer>?
+    /// The running daemon, set by `start()` and taken by `shutdown()`.
+    private let daemon = Locked<Daemon?>(nil)
     private let state = Locked<State>(.idle)
     /// The listening socket between `bind()` and `start()` (ours to close until libmicrohttpd
     /// takes it; -1 when there is none).
     private let boundListener = Locked<Int32>(-1)
-    public private(set) var port: UInt16 = 0
+    private let servedPort = Locked<UInt16>(0)
+    /// The port the server listens on once started (the kernel's choice for `--port 0`).
+    public var port: UInt16 { servedPort.current }
 
     private enum State { case idle, running, draining, stopped }
+
+    /// libmicrohttpd's daemon and its reference to this server, from `start()` until
+    /// `shutdown()` has stopped it: libmicrohttpd's threads call back into `self` until then.
+    /// Without the reference, the last release of a running server could land on one of
+    /// those threads (a finished request releasing its `RequestContext` after its owner
+    /// dropped the server), and `deinit` would call `MHD_stop_daemon` there: a thread cannot
+    /// join itself, and libmicrohttpd aborts the process ("Failed to join a thread"). So a
+    /// started server lives until `shutdown()`, and `deinit` never meets a running daemon.
+    private struct Daemon: @unchecked Sendable {
+        // Unchecked: the pointer is only passed to MHD_quiesce_daemon/MHD_stop_daemon by
+        // the one `shutdown()` that took it out of the lock.
+        let pointer: OpaquePointer
+        let retainedServer: Unmanaged<HTTPServer>
+    }
 
     struct UpgradeLedger {
         var open = 0
@@ -94,7 +100,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     deinit {
-        // No daemon can be running here (it holds `retainedByDaemon`); only a socket that
+        // No daemon can be running here (it holds `Daemon.retainedServer`); only a socket that
         // `bind()` made and `start()` never took is left.
         let listener = boundListener.current
         if listener >= 0 { OwnedDescriptor(listener).close() }
@@ -140,11 +146,10 @@ public final class HTTPServer: @unchecked Sendable {
         }
         // libmicrohttpd owns the listening socket from here (it closes it in
         // MHD_stop_daemon, unless MHD_quiesce_daemon gave it back: see `shutdown`).
-        let boundPort = Self.boundPort(of: listener.rawValue)
+        let listeningPort = Self.boundPort(of: listener.rawValue)
         _ = listener.release()
-        daemon = started
-        retainedByDaemon = retained
-        port = boundPort
+        daemon.withLock { $0 = Daemon(pointer: started, retainedServer: retained) }
+        servedPort.withLock { $0 = listeningPort }
         state.withLock { $0 = .running }
     }
 
@@ -221,9 +226,9 @@ public final class HTTPServer: @unchecked Sendable {
             state = .draining
             return true
         }
-        guard proceed, let daemon else { return }
+        guard proceed, let running = daemon.withLock({ $0 }) else { return }
         // With MHD_USE_ITC this hands the listening socket back: ours to close, after the stop.
-        let quiesced = MHD_quiesce_daemon(daemon)
+        let quiesced = MHD_quiesce_daemon(running.pointer)
         let deadline = ContinuousClock.now + gracePeriod
         while (inFlight.current > 0 || upgrades.current.open > 0) && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
@@ -267,13 +272,12 @@ public final class HTTPServer: @unchecked Sendable {
         while upgrades.current.releasing > 0 || handlers.current.resuming > 0 {
             try? await Task.sleep(for: .milliseconds(1))
         }
-        MHD_stop_daemon(daemon)
+        MHD_stop_daemon(running.pointer)
         if quiesced >= 0 { OwnedDescriptor(quiesced).close() }
-        self.daemon = nil
+        daemon.withLock { $0 = nil }
         state.withLock { $0 = .stopped }
         // No libmicrohttpd thread calls back any more; the caller still holds `self`.
-        retainedByDaemon?.release()
-        retainedByDaemon = nil
+        running.retainedServer.release()
     }
 
     /// Claims `count` more buffered body bytes; false when the server-wide budget is spent.

@@ -10,6 +10,7 @@ import PortariaCore
 /// reports the request complete. Only one party touches it at a time: the libmicrohttpd
 /// thread until the connection is suspended, the handler task until it resumes it.
 final class RequestContext: @unchecked Sendable {
+    // Unchecked: one owner at a time, handed over by suspend/resume (see above).
     let server: HTTPServer
     var request: HTTPRequest
     let startedAt = ContinuousClock.now
@@ -37,6 +38,7 @@ final class RequestContext: @unchecked Sendable {
 
 /// libmicrohttpd's connection pointer, carried into the handler task to resume it.
 struct ConnectionHandle: @unchecked Sendable {
+    // Unchecked: only passed to MHD_resume_connection, which libmicrohttpd allows from any thread.
     let pointer: OpaquePointer
 }
 
@@ -83,6 +85,7 @@ private final class UpgradeBox {
     }
 }
 
+// Unchecked: only passed to MHD_upgrade_action, which libmicrohttpd allows from any thread.
 private struct UpgradeHandle: @unchecked Sendable { let pointer: OpaquePointer }
 
 private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgrade,

@@ -6,6 +6,7 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPRespo
 /// a path that exists under another method answers 405 with `Allow`.
 public struct Router: Sendable {
     private final class Node: @unchecked Sendable {
+        // Unchecked: mutated only while routes are registered, before the server starts.
         var children: [String: Node] = [:]
         var parameter: (name: String, node: Node)?
         var handlers: [String: (pattern: String, handler: HTTPHandler)] = [:]

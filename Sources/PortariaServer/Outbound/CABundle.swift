@@ -1,6 +1,6 @@
 import Foundation
 
-/// `--ca-file` *adds* a CA to the ones the system trusts (DESIGN §4: "extra CA bundle").
+/// `--ca-file` *adds* a CA to the ones the system trusts (docs/contract.md §5: "extra CA bundle").
 /// libcurl's CAINFO replaces the default bundle, so the two are concatenated once at
 /// startup into a private file.
 enum CABundle {

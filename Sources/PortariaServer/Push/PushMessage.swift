@@ -1,7 +1,7 @@
 import Foundation
 import PortariaCore
 
-/// Why a push is sent. Each kind renders differently per platform (DESIGN §3 "Push").
+/// Why a push is sent. Each kind renders differently per platform (docs/contract.md §3 "Push").
 public enum PushKind: String, Sendable, Codable, CaseIterable {
     /// "Ring now": VoIP push on iOS, HIGH data message on Android.
     case visitRing = "visit_ring"

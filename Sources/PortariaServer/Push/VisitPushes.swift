@@ -2,7 +2,7 @@ import Foundation
 import PortariaCore
 
 /// Turns visit events into push jobs, inside the transaction that appends the events: a
-/// ring and the pushes that make phones ring commit together or not at all (DESIGN §2
+/// ring and the pushes that make phones ring commit together or not at all (docs/contract.md §1
 /// "push jobs live in a durable outbox written in the same transaction as the visit").
 enum VisitPushes {
     /// Writes the jobs `events` call for; returns how many (so the caller can wake the worker).

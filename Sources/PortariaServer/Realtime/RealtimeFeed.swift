@@ -86,7 +86,6 @@ public final class RealtimeFeed: Sendable {
         case endSession(String)
         case received(WebSocketConnection, String, InboundBudget)
         case call([CallDirective])
-        case count(CheckedContinuation<Int, Never>)
     }
 
     private let commands: AsyncStream<Command>.Continuation
@@ -143,11 +142,6 @@ public final class RealtimeFeed: Sendable {
     /// A client message, already admitted by the socket's `budget` (released when handled).
     func received(_ connection: WebSocketConnection, _ text: String, budget: InboundBudget) {
         commands.yield(.received(connection, text, budget))
-    }
-
-    /// Sockets currently subscribed (for tests and metrics).
-    public func subscriberCount() async -> Int {
-        await withCheckedContinuation { commands.yield(.count($0)) }
     }
 
     public func stop() {
@@ -216,7 +210,6 @@ private final class FeedState {
                 defer { budget.done() }
                 await received(connection, text)
             case .call(let directives): try await perform(directives)
-            case .count(let reply): reply.resume(returning: companyOf.count)
             }
         } catch {
             // A database hiccup must not stop the feed; the next poke reads forward again.
@@ -349,8 +342,8 @@ private final class FeedState {
     /// Opens the call when a device answers and ends it when the visit closes.
     func followCall(_ event: EventRecord) async throws {
         guard let visitID = event.visitID else { return }
-        switch event.type {
-        case "visit.answered":
+        switch event.visitEventType {
+        case .answered?:
             guard let userID = event.data["by"]?["id"]?.stringValue else { return }
             let peer = CallPeer.resident(userID: userID, deviceID: event.data["device_id"]?.stringValue ?? "default")
             do {
@@ -358,7 +351,7 @@ private final class FeedState {
             } catch {
                 log.warning("call not started", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
             }
-        case "visit.resolved", "visit.cancelled", "visit.expired":
+        case .resolved?, .cancelled?, .expired?:
             try await perform(await calls.close(visitID: visitID))
             await closeVisitorSockets(visitID: visitID, companyID: event.companyID)
         default:
@@ -443,7 +436,7 @@ private final class FeedState {
         checks += 1
         if checks % 6 == 0 { try await checkScopes() }
         // A missed NOTIFY (a silently dead connection) must not stall delivery for long.
-        if database.dialect == .postgres {
+        if database.dialect.isSharedByInstances {
             for companyID in companies.keys { try await deliver(companyID: companyID) }
         }
     }

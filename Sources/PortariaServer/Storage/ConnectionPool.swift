@@ -38,6 +38,8 @@ final class BlockingQueues: Sendable {
 /// left the connection idle for one or two thread wake-ups per transaction — on the
 /// single SQLite writer, under load, that gap was most of the time between two commits.
 final class ConnectionPool<Connection: AnyObject>: @unchecked Sendable {
+    // Unchecked: connections are not Sendable; each is lent to one job at a time, handed
+    // over under `state`'s lock and used only on its own serial queue.
     /// A caller's work, bound to its continuation: `run` on a lent connection, or `fail`.
     private struct Job {
         let run: @Sendable (Connection) -> Void

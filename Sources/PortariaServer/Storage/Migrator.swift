@@ -40,11 +40,9 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ database: any SQLDatabase) async throws -> [Int] {
         _ = try await database.write { connection in
-            if connection.dialect == .postgres {
-                // Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
-                // catalog (unique violation on pg_type); the same lock serializes it.
-                _ = try connection.query("SELECT pg_advisory_xact_lock(7246100) AS locked", [])
-            }
+            // Concurrent CREATE TABLE IF NOT EXISTS can still collide in PostgreSQL's
+            // catalog (unique violation on pg_type); the same lock serializes it.
+            try connection.lock(.migrations)
             try connection.execute("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version INTEGER PRIMARY KEY,
@@ -55,10 +53,8 @@ public struct Migrator: Sendable {
         var applied: [Int] = []
         for migration in migrations {
             let didApply = try await database.write { connection -> Bool in
-                if connection.dialect == .postgres {
-                    // Serializes concurrent migrators; released at commit.
-                    _ = try connection.query("SELECT pg_advisory_xact_lock(7246100) AS locked", [])
-                }
+                // Serializes concurrent migrators; released at commit.
+                try connection.lock(.migrations)
                 let done = try connection.queryOne("SELECT version FROM schema_migrations WHERE version = ?",
                                                    .integer(Int64(migration.version)))
                 guard done == nil else { return false }

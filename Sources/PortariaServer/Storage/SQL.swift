@@ -77,8 +77,9 @@ public struct SQLRow: Sendable {
     }
 }
 
-/// The two SQL dialects. Statements are written once with `?` placeholders; the few
-/// differences are asked of the dialect instead of branching in every repository.
+/// The two SQL dialects. Statements are written once with `?` placeholders; what differs
+/// is asked of the dialect, or done by a named operation of `SQLConnection` below, instead
+/// of branching in every store (decision 0002).
 public enum SQLDialect: String, Sendable {
     case sqlite, postgres
 
@@ -86,6 +87,54 @@ public enum SQLDialect: String, Sendable {
     /// writer, so its write transactions are already serial and need none.
     public var forUpdate: String { self == .postgres ? " FOR UPDATE" : "" }
     public var skipLocked: String { self == .postgres ? " FOR UPDATE SKIP LOCKED" : "" }
+
+    /// Whether write transactions run one at a time (SQLite: one writer connection), so a
+    /// read-check-write inside one transaction cannot interleave with another.
+    public var hasSingleWriter: Bool { self == .sqlite }
+
+    /// Whether other server processes may share the database (PostgreSQL). With SQLite the
+    /// server holds the file's lock: whatever the database holds was written by this
+    /// process or a previous one, never by a live neighbour.
+    public var isSharedByInstances: Bool { self == .postgres }
+}
+
+/// A lock held until the end of the current write transaction, serialising the
+/// transactions that take the same one. Named here so that no store invents a number.
+public enum TransactionLock: Sendable, Equatable {
+    /// Schema migrations (concurrent `CREATE TABLE IF NOT EXISTS` can collide in
+    /// PostgreSQL's catalog).
+    case migrations
+    /// Creating the first signing key and the OTP pepper.
+    case serviceSecrets
+    /// Appending to one company's event log, so `seq` order is commit order.
+    case eventLog(companyID: String)
+
+    /// The 64-bit key `pg_advisory_xact_lock` takes. The fixed keys keep the numbers the
+    /// schema has always used, so old and new instances exclude each other during a rollout.
+    var advisoryKey: Int64 {
+        switch self {
+        case .migrations: return 7_246_100
+        case .serviceSecrets: return 7_246_101
+        case .eventLog(let companyID): return Self.stableKey("events:" + companyID)
+        }
+    }
+
+    /// FNV-1a over the name, 63 bits (Swift's `hashValue` is seeded per process and would
+    /// differ between instances).
+    static func stableKey(_ name: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
+    }
+}
+
+/// A channel on which a committed transaction tells the other instances something.
+public enum NotificationChannel: String, Sendable {
+    /// Payload: a company id whose event log grew.
+    case events = "portaria_events"
 }
 
 /// A connection handed to a read or write closure. Synchronous on purpose: the closure
@@ -99,6 +148,29 @@ public protocol SQLConnection {
 }
 
 extension SQLConnection {
+    /// Takes `lock` until this write transaction ends. SQLite: nothing to do, its write
+    /// transactions are already serial.
+    public func lock(_ lock: TransactionLock) throws {
+        guard !dialect.hasSingleWriter else { return }
+        _ = try query("SELECT pg_advisory_xact_lock(?) AS locked", [.integer(lock.advisoryKey)])
+    }
+
+    /// Tells every instance listening on `channel`, when (and only if) this transaction
+    /// commits. SQLite: nothing to send, no other instance exists (the in-process
+    /// `EventBus` carries the news).
+    public func notifyAtCommit(_ channel: NotificationChannel, payload: String) throws {
+        guard dialect.isSharedByInstances else { return }
+        _ = try query("SELECT pg_notify(?, ?) AS notified", [.text(channel.rawValue), .text(payload)])
+    }
+
+    /// Whether values this connection overwrites or deletes are zeroed on disk (SQLite's
+    /// `secure_delete`) instead of left in free pages. PostgreSQL keeps old row versions
+    /// until VACUUM whatever is asked here (docs/ops.md says what to run).
+    public func zeroFreedSpace(_ on: Bool) throws {
+        guard dialect == .sqlite else { return }
+        try execute(on ? "PRAGMA secure_delete = ON" : "PRAGMA secure_delete = OFF", [])
+    }
+
     @discardableResult
     public func execute(_ sql: String, _ parameters: SQLValue...) throws -> Int { try execute(sql, parameters) }
     public func query(_ sql: String, _ parameters: SQLValue...) throws -> [SQLRow] { try query(sql, parameters) }
@@ -107,10 +179,19 @@ extension SQLConnection {
 }
 
 /// A database: SQLite (embedded, one instance) or PostgreSQL (shared by instances).
+///
+/// Isolation: a `write` is one transaction (SQLite: `BEGIN IMMEDIATE`, serial; PostgreSQL:
+/// READ COMMITTED, so read-modify-write takes row locks with `dialect.forUpdate`). A `read`
+/// sees committed data, but how much of it at once differs: on SQLite the whole closure
+/// reads one snapshot (it runs in a read transaction); on PostgreSQL each statement sees
+/// what was committed when *it* started, so two queries may disagree. A read of several
+/// statements that must agree (a visit and its timeline) uses `readSnapshot`.
 public protocol SQLDatabase: Sendable {
     var dialect: SQLDialect { get }
-    /// Runs `body` on a connection that sees committed data.
+    /// Runs `body` on a connection that sees committed data (per statement on PostgreSQL).
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+    /// Runs `body` on one consistent snapshot of committed data, on either backend.
+    func readSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Runs `body` in a transaction, committed when it returns and rolled back when it throws.
     @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T

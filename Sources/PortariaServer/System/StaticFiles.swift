@@ -4,7 +4,7 @@ import Glibc
 #endif
 import PortariaCore
 
-/// Serves the static pages under `Web/` (DESIGN §2): plain files, GET (and HEAD) only.
+/// Serves the static pages under `Web/` (docs/architecture.md, "Targets and layers"): plain files, GET (and HEAD) only.
 ///
 /// - `/gate/{gate_token}` → `Web/gate/index.html` (the page reads the token from its own
 ///   URL), `/gate/assets/{file}` → `Web/gate/assets/{file}`;

@@ -10,11 +10,14 @@ public struct EventRecord: Sendable, Equatable {
     public var type: String
     public var data: JSONValue
     public var createdAt: Date
+
+    /// The visit event this row records; nil for a type this build does not know.
+    public var visitEventType: VisitEventType? { VisitEventType(rawValue: type) }
 }
 
 /// An event about to be written in the current transaction.
 struct PendingEvent: Sendable {
-    var type: String
+    var type: VisitEventType
     var data: [String: JSONValue]
 }
 
@@ -31,21 +34,19 @@ enum EventLog {
     static func append(_ db: any SQLConnection, companyID: String, visitID: String?, unitID: String?,
                        events: [PendingEvent], at: Date) throws -> [EventRecord] {
         guard !events.isEmpty else { return [] }
-        if db.dialect == .postgres {
-            _ = try db.query("SELECT pg_advisory_xact_lock(?) AS locked", .integer(lockKey(companyID)))
-            // Delivered to every instance's listener at commit (and never if it rolls
-            // back): the realtime feed of each instance then reads this company forward.
-            _ = try db.query("SELECT pg_notify('portaria_events', ?) AS notified", .text(companyID))
-        }
+        try db.lock(.eventLog(companyID: companyID))
+        // Delivered to every instance's listener at commit (and never if it rolls
+        // back): the realtime feed of each instance then reads this company forward.
+        try db.notifyAtCommit(.events, payload: companyID)
         let records = try events.map { event in
             let data = JSONValue.object(event.data)
             let row = try db.queryOne("""
                 INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
                 VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
-                """, .text(companyID), .optional(visitID), .optional(unitID), .text(event.type),
+                """, .text(companyID), .optional(visitID), .optional(unitID), .text(event.type.rawValue),
                      .text(data.jsonText), .date(at))
             return EventRecord(seq: row?.int("seq") ?? 0, companyID: companyID, visitID: visitID, unitID: unitID,
-                               type: event.type, data: data, createdAt: at)
+                               type: event.type.rawValue, data: data, createdAt: at)
         }
         // The pushes these events call for, in the same transaction.
         try VisitPushes.enqueue(db, for: records, at: at)
@@ -74,72 +75,4 @@ enum EventLog {
         return EventRecord(seq: row.int("seq") ?? 0, companyID: row.string("company_id") ?? "",
                            visitID: row.string("visit_id"), unitID: row.string("unit_id"),
                            type: row.string("type") ?? "", data: data, createdAt: row.date("created_at") ?? Date())
-    }
-
-    /// A stable 63-bit key per company for `pg_advisory_xact_lock` (FNV-1a; Swift's
-    /// `hashValue` is seeded per process and would differ between instances).
-    static func lockKey(_ companyID: String) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in ("events:" + companyID).utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
-    }
-}
-
-/// The in-process event bus: committed events, in commit order per publisher, to every
-/// subscriber. Fed after commit with the rows the transaction wrote to `events`; the
-/// realtime and push layers will subscribe here (and, across instances, read the log).
-public final class EventBus: Sendable {
-    private let subscribers = Locked<[UUID: AsyncStream<EventRecord>.Continuation]>([:])
-
-    public init() {}
-
-    /// A stream of every event published from now on.
-    public func subscribe() -> AsyncStream<EventRecord> {
-        let id = UUID()
-        let (stream, continuation) = AsyncStream<EventRecord>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
-        continuation.onTermination = { [weak self] _ in
-            self?.subscribers.withLock { _ = $0.removeValue(forKey: id) }
-        }
-        subscribers.withLock { $0[id] = continuation }
-        return stream
-    }
-
-    /// Delivers committed events to every subscriber.
-    public func publish(_ events: [EventRecord]) {
-        guard !events.isEmpty else { return }
-        let targets = subscribers.withLock { Array($0.values) }
-        for continuation in targets {
-            for event in events { continuation.yield(event) }
-        }
-    }
-}
-
-/// Records what the bus carried, for tests and diagnostics.
-public final class EventRecorder: Sendable {
-    private let events = Locked<[EventRecord]>([])
-    private let task: Locked<Task<Void, Never>?> = Locked(nil)
-
-    public init(bus: EventBus) {
-        let stream = bus.subscribe()
-        let events = events
-        task.withLock { $0 = Task { for await event in stream { events.withLock { $0.append(event) } } } }
-    }
-
-    deinit { task.current?.cancel() }
-
-    public var all: [EventRecord] { events.current }
-
-    /// Waits (briefly, in real time: delivery is asynchronous) until `predicate` holds.
-    public func wait(timeout: Duration = .seconds(5), until predicate: ([EventRecord]) -> Bool) async -> [EventRecord] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let snapshot = events.current
-            if predicate(snapshot) { return snapshot }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return events.current
-    }
-}
+    }}

@@ -23,8 +23,7 @@ enum VisitEngine {
     static func apply(_ db: any SQLConnection, row: VisitRow, event: VisitEvent, source: EventSource,
                       at: Date, extra: [PendingEvent] = []) throws -> Outcome {
         var machine = row.machine
-        let actions: [VisitAction]
-        do { actions = try machine.handle(event) } catch { throw error }
+        let actions = try machine.handle(event)
         var pending: [PendingEvent] = []
         var answered: (PersonRef, Date)?
         var ringStopped = false
@@ -47,23 +46,23 @@ enum VisitEngine {
                 var data: [String: JSONValue] = ["reason": .string(reason.rawValue),
                                                  "user_ids": .array(users.map(JSONValue.string))]
                 if reason == .answeredElsewhere, let by = source.user { data["answered_by"] = person(by) }
-                pending.append(PendingEvent(type: "visit.ring_cancelled", data: data))
+                pending.append(PendingEvent(type: .ringCancelled, data: data))
             case .recordAnswer(let by):
                 answered = (by, at)
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .answer, user: by, deviceID: source.deviceID,
                                              channel: source.channel, at: at)
                 // The device lets the realtime layer open the call with that one device.
-                pending.append(PendingEvent(type: "visit.answered",
+                pending.append(PendingEvent(type: .answered,
                                             data: ["by": person(by), "device_id": source.deviceID.map(JSONValue.string) ?? .null]))
             case .recordDecline(let by):
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .decline, user: by, deviceID: source.deviceID,
                                              channel: source.channel, at: at)
-                pending.append(PendingEvent(type: "visit.declined", data: ["by": person(by)]))
+                pending.append(PendingEvent(type: .declined, data: ["by": person(by)]))
             case .advanceRing:
                 if let user = source.user { try RingEngine.declined(db, visitID: row.id, userID: user.id, at: at) }
             case .becamePending:
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .timeout, channel: "scheduler", at: at)
-                pending.append(PendingEvent(type: "visit.unanswered", data: [:]))
+                pending.append(PendingEvent(type: .unanswered, data: [:]))
             case .resolved(let resolution):
                 try db.execute("""
                     INSERT INTO visit_resolutions (visit_id, action, user_id, user_name, via, created_at)
@@ -81,13 +80,13 @@ enum VisitEngine {
                     // into an alert), since no one was asked.
                     data["notify_user_ids"] = .array(try VisitStore.notifiedResidents(db, unitID: row.unitID).map { .string($0.id) })
                 }
-                pending.append(PendingEvent(type: "visit.resolved", data: data))
+                pending.append(PendingEvent(type: .resolved, data: data))
             case .cancelled:
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .cancel, channel: "visitor", at: at)
-                pending.append(PendingEvent(type: "visit.cancelled", data: [:]))
+                pending.append(PendingEvent(type: .cancelled, data: [:]))
             case .expired:
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .expire, channel: "scheduler", at: at)
-                pending.append(PendingEvent(type: "visit.expired", data: [:]))
+                pending.append(PendingEvent(type: .expired, data: [:]))
             }
         }
 

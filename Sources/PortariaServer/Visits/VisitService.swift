@@ -168,8 +168,7 @@ public struct VisitService: Sendable {
     }
 
     static func rateLimited(_ window: RateLimiter.Window) -> HTTPError {
-        HTTPError(status: 429, code: .rateLimited, message: "too many requests from this address; try again later",
-                  headers: [("Retry-After", String(Swift.max(1, window.retryAfter)))])
+        .rateLimited("too many requests from this address; try again later", retryAfter: window.retryAfter)
     }
 
     private enum Creation: Sendable {
@@ -230,7 +229,7 @@ public struct VisitService: Sendable {
                                                                   "distance_m": geofence.distanceM.map { .number(Double($0)) } ?? .null])]
             if let carrier = row.carrier { data["carrier"] = .string(carrier) }
             var events = try EventLog.append(db, companyID: row.companyID, visitID: id, unitID: row.unitID,
-                                             events: [VisitEngine.decorate(PendingEvent(type: "visit.created", data: data), row: row, status: .ringing)],
+                                             events: [VisitEngine.decorate(PendingEvent(type: .created, data: data), row: row, status: .ringing)],
                                              at: now)
             if request.kind == .delivery && rule == .leaveAtConcierge {
                 // Nobody is asked: resolved at once, residents informed by the event.
@@ -350,7 +349,7 @@ public struct VisitService: Sendable {
                 let outcome = try VisitEngine.apply(db, row: row, event: .cancel(at: now), source: EventSource(channel: "visitor"), at: now)
                 return (try VisitStore.dto(db, outcome.row), outcome.events)
             } catch is VisitTransitionError {
-                throw HTTPError(status: 409, code: ErrorCode("VISIT_CLOSED"), message: "the visit is already \(row.status.rawValue)",
+                throw HTTPError(status: 409, code: .visitClosed, message: "the visit is already \(row.status.rawValue)",
                                 details: ["status": .string(row.status.rawValue)])
             }
         }
@@ -372,8 +371,8 @@ public struct VisitService: Sendable {
         let allowance = try await RateLimiter(database: database).admit(
             "visitor-upload:" + id, max: configuration.uploadsPerVisit, window: configuration.visitLifetime, now: clock.now())
         if !allowance.allowed {
-            throw HTTPError(status: 429, code: .rateLimited, message: "this visit has used its \(configuration.uploadsPerVisit) uploads",
-                            headers: [("Retry-After", String(Swift.max(1, allowance.window.retryAfter)))])
+            throw HTTPError.rateLimited("this visit has used its \(configuration.uploadsPerVisit) uploads",
+                                        retryAfter: allowance.window.retryAfter)
         }
         let field = kind.rawValue
         try require(!request.body.isEmpty, field: field, "the request body must be the \(kind == .photo ? "image" : "audio") bytes")
@@ -427,7 +426,7 @@ public struct VisitService: Sendable {
                 var data: [String: JSONValue] = ["content_type": .string(stored.contentType), "byte_size": .number(Double(stored.bytes.count))]
                 if let duration = stored.durationMs { data["duration_ms"] = .number(Double(duration)) }
                 let events = try EventLog.append(db, companyID: row.companyID, visitID: id, unitID: row.unitID,
-                                                 events: [VisitEngine.decorate(PendingEvent(type: "visit.\(kind.rawValue)_added", data: data),
+                                                 events: [VisitEngine.decorate(PendingEvent(type: kind == .photo ? .photoAdded : .voiceMessageAdded, data: data),
                                                                                row: row, status: row.status)], at: now)
                 return (try VisitStore.dto(db, row), old, events)
             }
@@ -488,7 +487,8 @@ public struct VisitService: Sendable {
 
     public func visit(id: String, caller: Caller) async throws -> Visit {
         guard Self.isUUIDish(id) else { throw HTTPError.notFound("visit not found") }
-        let visit = try await database.read { db -> Visit? in
+        // The visit, its timeline and its resolution from one snapshot, so they agree.
+        let visit = try await database.readSnapshot { db -> Visit? in
             guard let row = try VisitStore.load(db, id: id), Self.canSee(caller, companyID: row.companyID, unitID: row.unitID) else { return nil }
             return try VisitStore.dto(db, row)
         }
@@ -532,7 +532,7 @@ public struct VisitService: Sendable {
         if !operatorView && units.isEmpty { return VisitPage(visits: [], nextCursor: nil) }
         let companyID = caller.companyID
         let position = after
-        let (visits, more) = try await database.read { db -> ([Visit], Bool) in
+        let (visits, more) = try await database.readSnapshot { db -> ([Visit], Bool) in
             var sql = VisitStore.select + " WHERE v.company_id = ?"
             var parameters: [SQLValue] = [.text(companyID)]
             if !operatorView {
@@ -638,12 +638,12 @@ public struct VisitService: Sendable {
                                        "action": .string(resolution.action.rawValue),
                                        "via": .string(resolution.via.rawValue)])
         case .alreadyAnswered(let by):
-            return HTTPError(status: 409, code: ErrorCode("VISIT_ALREADY_ANSWERED"),
+            return HTTPError(status: 409, code: .visitAlreadyAnswered,
                              message: ResolutionText.alreadyAnswered(by: by, at: row.answeredAt ?? row.updatedAt, timeZone: zone),
                              details: ["answered_by": VisitEngine.person(by),
                                        "answered_at": .string(Timestamp.format(row.answeredAt ?? row.updatedAt))])
         case .illegal(let from, let event):
-            return HTTPError(status: 409, code: ErrorCode(from.isTerminal ? "VISIT_CLOSED" : "VISIT_NOT_RINGING"),
+            return HTTPError(status: 409, code: from.isTerminal ? .visitClosed : .visitNotRinging,
                              message: "cannot \(event) a visit that is \(from.rawValue)",
                              details: ["status": .string(from.rawValue)])
         }

@@ -176,7 +176,7 @@ public final class WebSocketHub: Sendable {
     public init(log: Log = .shared) {}
 
     public func upgrade(_ request: HTTPRequest, topics: Set<String> = []) throws -> HTTPResponse {
-        throw HTTPError(status: 501, code: ErrorCode("NOT_IMPLEMENTED"),
+        throw HTTPError(status: 501, code: .notImplemented,
                         message: "WebSockets need the Linux event loop")
     }
 

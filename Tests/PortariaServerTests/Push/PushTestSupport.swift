@@ -74,7 +74,7 @@ struct PushFixture {
     }
 }
 
-/// The ring of DESIGN's demo: a visitor at A-101.
+/// The ring of the demo (docs/contract.md §6): a visitor at A-101.
 func ringMessage(visitID: String = UUID().uuidString.lowercased()) -> PushMessage {
     PushMessage(visitID: visitID, callerName: "Carlos Entregador", unitLabel: "A-101", visitKind: "visit",
                 geofence: .init(status: "at_entrance", distanceM: 12))

@@ -13,7 +13,7 @@ struct ContractCheck: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-/// The storage contract (DESIGN §6: the same contract runs on SQLite and PostgreSQL).
+/// The storage contract (the same contract runs on SQLite and PostgreSQL: docs/decisions/0002).
 /// Written once here; `StorageContractTests` runs it on each backend.
 enum StorageContract {
     static let checks: [ContractCheck] = [
@@ -31,6 +31,7 @@ enum StorageContract {
         ContractCheck("a throwing write rolls back everything", throwingWriteRollsBack),
         ContractCheck("concurrent read-modify-write transactions lose no update", concurrentCounter),
         ContractCheck("reads see committed data only", readsSeeCommittedDataOnly),
+        ContractCheck("a snapshot read does not see a commit made while it runs", snapshotReadIsOneSnapshot),
         ContractCheck("ping answers; a closed database is .unavailable", pingAndClose),
     ]
 
@@ -297,6 +298,33 @@ enum StorageContract {
         }
         let total = try await database.read { try $0.queryOne("SELECT value FROM counters WHERE name = 'hits'", [])?.int("value") }
         #expect(total == Int64(tasks))
+    }
+
+    /// `readSnapshot` gives one snapshot on both backends (a plain `read` on PostgreSQL
+    /// sees, per statement, what committed before that statement: this check fails there).
+    static func snapshotReadIsOneSnapshot(_ fixture: StorageFixture) async throws {
+        let database = fixture.database
+        _ = try await database.write { try $0.execute("CREATE TABLE snapshot_rows (id INTEGER PRIMARY KEY)", []) }
+        _ = try await database.write { try $0.execute("INSERT INTO snapshot_rows (id) VALUES (1)", []) }
+        let firstReadDone = DispatchSemaphore(value: 0)
+        let committed = DispatchSemaphore(value: 0)
+        let writer = Task {
+            let started = try await offload { firstReadDone.wait(timeout: .now() + 10) == .success }
+            guard started else { throw StorageError.failed("the snapshot read never started") }
+            _ = try await database.write { try $0.execute("INSERT INTO snapshot_rows (id) VALUES (2)", []) }
+            committed.signal()
+        }
+        let (before, after) = try await database.readSnapshot { db -> (Int, Int) in
+            let before = try db.query("SELECT id FROM snapshot_rows", []).count
+            firstReadDone.signal()
+            // Wait for the other transaction's commit inside this read.
+            guard committed.wait(timeout: .now() + 10) == .success else { throw StorageError.failed("the write never committed") }
+            return (before, try db.query("SELECT id FROM snapshot_rows", []).count)
+        }
+        try await writer.value
+        #expect(before == 1)
+        #expect(after == before, "a snapshot read saw a row committed after it started")
+        #expect(try await database.read { try $0.query("SELECT id FROM snapshot_rows", []) }.count == 2)
     }
 
     static func readsSeeCommittedDataOnly(_ fixture: StorageFixture) async throws {

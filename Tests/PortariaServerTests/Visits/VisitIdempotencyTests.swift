@@ -253,6 +253,10 @@ struct VisitIdempotencyTests {
             for _ in 0..<3 { #expect(await post("10.9.9.9").status == 201) }
             let limited = await post("10.9.9.9")
             #expect(limited.status == 429 && limited.header("Retry-After") != nil)
+            // The one 429 shape: RATE_LIMITED with retry_after equal to the header.
+            let envelope = try JSONCoding.decoder().decode(ErrorEnvelope.self, from: Data(limited.body))
+            #expect(envelope.error.code == .rateLimited)
+            #expect(envelope.error.details["retry_after"] == .number(Double(limited.header("Retry-After").flatMap(Int.init) ?? -1)))
             #expect(await post("10.9.9.10").status == 201, "another address has its own window")
         }
     }

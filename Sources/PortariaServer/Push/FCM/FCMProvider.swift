@@ -128,10 +128,10 @@ public final class FCMProvider: PushProvider {
     /// OAuth token fetches so far (tests assert caching).
     public func accessTokensFetched() async -> Int { await tokens.fetched }
 
-    /// The `message` object: a data message (the app builds the CallStyle or actionable
-    /// notification itself), HIGH priority so Doze delivers it now, `ttl` = what is left of
-    /// the window. FCM requires every data value to be a string.
-    public func render(_ push: OutgoingPush) -> JSONValue {
+    /// The data fields every platform without its own payload format gets — FCM's data
+    /// message and the Web Push payload (decision 0025) — with string values only, so the
+    /// Android app and the service worker decode the same thing (`PushPayload`).
+    public static func dataFields(_ push: OutgoingPush) -> [String: JSONValue] {
         let m = push.message
         var data: [String: JSONValue] = ["push_id": .string(push.pushID)]
         if let visit = m.visitID { data["visit_id"] = .string(visit) }
@@ -152,6 +152,14 @@ public final class FCMProvider: PushProvider {
         }
         if push.kind == .ringCancelled { data["reason"] = .string(m.reason ?? "resolved") }
         if push.kind == .test { data["text"] = .string(m.text ?? "Se você vê isto, as notificações chegam.") }
+        return data
+    }
+
+    /// The `message` object: a data message (the app builds the CallStyle or actionable
+    /// notification itself), HIGH priority so Doze delivers it now, `ttl` = what is left of
+    /// the window. FCM requires every data value to be a string.
+    public func render(_ push: OutgoingPush) -> JSONValue {
+        let data = Self.dataFields(push)
         let ttl = max(1, Int(push.deadline.timeIntervalSince(now()).rounded(.down)))
         return .object(["message": .object([
             "token": .string(push.token),

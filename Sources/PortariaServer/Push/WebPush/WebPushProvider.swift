@@ -76,30 +76,10 @@ public final class WebPushProvider: PushProvider {
 
     public func shutdown() { client.shutdown() }
 
-    /// The JSON the service worker decrypts: the fields of the FCM data message (same
-    /// names, same string values), so one decoder serves Android and the web.
-    public static func payload(_ push: OutgoingPush, now: Date) -> JSONValue {
-        let m = push.message
-        var data: [String: JSONValue] = ["push_id": .string(push.pushID)]
-        if let visit = m.visitID { data["visit_id"] = .string(visit) }
-        switch push.kind {
-        case .visitRing: data["type"] = "visit.ring"
-        case .ringCancelled: data["type"] = "visit.ring_cancelled"
-        case .delivery: data["type"] = "delivery"
-        case .test: data["type"] = "test"
-        }
-        if push.kind == .visitRing || push.kind == .delivery {
-            data["caller_name"] = .string(String((m.callerName ?? "Visitante").prefix(200)))
-            data["unit_label"] = .string(m.unitLabel ?? "")
-            data["kind"] = .string(m.visitKind ?? (push.kind == .delivery ? "delivery" : "visit"))
-            data["expires_at"] = .string(Timestamp.format(push.deadline))
-            data["geofence_status"] = .string(m.geofence?.status ?? "unknown")
-            if let distance = m.geofence?.distanceM { data["geofence_distance_m"] = .string(String(Int(distance.rounded()))) }
-            if let carrier = m.carrier { data["carrier"] = .string(carrier) }
-        }
-        if push.kind == .ringCancelled { data["reason"] = .string(m.reason ?? "resolved") }
-        if push.kind == .test { data["text"] = .string(m.text ?? "Se você vê isto, as notificações chegam.") }
-        return .object(data)
+    /// The JSON the service worker decrypts: the FCM data message's fields (same names,
+    /// same string values, one builder), so one decoder serves Android and the web.
+    public static func payload(_ push: OutgoingPush) -> JSONValue {
+        .object(FCMProvider.dataFields(push))
     }
 
     /// `vapid t=<JWT>, k=<public key>` for the endpoint's origin.
@@ -128,7 +108,7 @@ public final class WebPushProvider: PushProvider {
         }
         let body: [UInt8]
         do {
-            let plaintext = Array(Self.payload(push, now: now()).jsonText.utf8)
+            let plaintext = Array(Self.payload(push).jsonText.utf8)
             guard plaintext.count <= WebPushEncryption.maxPlaintext else {
                 return PushResult(outcome: .failed, reason: "PAYLOAD_TOO_LARGE",
                                   detail: "\(plaintext.count) bytes > \(WebPushEncryption.maxPlaintext) (checked before sending)")

@@ -35,6 +35,16 @@ public final class PostgresDatabase: SQLDatabase {
         }
     }
 
+    public func readSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await pool.withConnection { connection in
+            connection.resetIfBroken()
+            // REPEATABLE READ: every statement sees the snapshot taken by the first one.
+            try connection.simple("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            defer { try? connection.simple("COMMIT") }
+            return try body(connection)
+        }
+    }
+
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await pool.withConnection { connection in

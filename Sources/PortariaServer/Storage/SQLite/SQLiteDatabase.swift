@@ -37,6 +37,11 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    /// A `read` is already one snapshot here: each runs in its own read transaction.
+    public func readSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await read(body)
+    }
+
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await writer.withConnection { connection in

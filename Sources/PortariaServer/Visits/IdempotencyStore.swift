@@ -1,7 +1,7 @@
 import Foundation
 import PortariaCore
 
-/// The idempotency contract of DESIGN §3 for visit actions.
+/// The idempotency contract of docs/contract.md §2 for visit actions.
 ///
 /// PostgreSQL (several instances): two transactions per new key: the first commits an
 /// in-flight marker (so a duplicate arriving meanwhile, on any instance, is told
@@ -61,7 +61,7 @@ struct IdempotencyStore: Sendable {
     func run(userID: String, key: String, requestHash: String, now: Date,
              beforeWork: (@Sendable () async -> Void)? = nil,
              work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> (HTTPResponse, [EventRecord]) {
-        if database.dialect == .sqlite {
+        if database.dialect.hasSingleWriter {
             return try await runInOneTransaction(userID: userID, key: key, requestHash: requestHash, now: now,
                                                  beforeWork: beforeWork, work: work)
         }
@@ -191,7 +191,7 @@ struct IdempotencyStore: Sendable {
     /// a request that died with the previous process, so they are released at once.
     /// (On PostgreSQL other instances may be alive; markers expire after the lease.)
     func releaseOrphansAfterRestart() async throws -> Int {
-        guard database.dialect == .sqlite else { return 0 }
+        guard !database.dialect.isSharedByInstances else { return 0 }
         return try await database.write { db in try db.execute("DELETE FROM idempotency_keys WHERE status IS NULL", []) }
     }
 }

@@ -1,0 +1,139 @@
+import Foundation
+import PortariaCore
+
+/// The ring plan's SQL: starting a ring, performing one due step, reacting to a decline.
+/// Every function runs inside the caller's write transaction.
+enum RingEngine {
+    struct Job: Sendable {
+        var visitID: String
+        var steps: [[String]]
+        var nextStep: Int
+        var stepMs: Int64
+        var dueAt: Int64
+        var windowEndsAt: Int64
+    }
+
+    static func ms(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
+
+    /// Plans the ring of a new visit and performs its first step at once, so the first
+    /// ring is stored in the same transaction that creates the visit.
+    static func start(_ db: any SQLConnection, row: VisitRow, targets: [PersonRef], stepSeconds: Int,
+                      windowSeconds: Int, at: Date) throws -> [EventRecord] {
+        let ids = targets.map(\.id)
+        let steps: [[String]] = row.ringMode == .sequential ? ids.map { [$0] } : (ids.isEmpty ? [] : [ids])
+        let stepsJSON = JSONValue.array(steps.map { .array($0.map(JSONValue.string)) }).jsonText
+        let now = ms(at)
+        try db.execute("""
+            INSERT INTO ring_jobs (visit_id, company_id, steps, next_step, step_ms, due_at, window_ends_at, created_at)
+            VALUES (?, ?, ?, 0, ?, ?, ?, ?)
+            """, .text(row.id), .text(row.companyID), .text(stepsJSON), .integer(Int64(stepSeconds) * 1000),
+                 .integer(now), .integer(now + Int64(windowSeconds) * 1000), .integer(now))
+        return try step(db, visitID: row.id, at: at)
+    }
+
+    static func job(_ db: any SQLConnection, visitID: String) throws -> Job? {
+        guard let row = try db.queryOne("""
+            SELECT visit_id, steps, next_step, step_ms, due_at, window_ends_at FROM ring_jobs WHERE visit_id = ?
+            """, .text(visitID)) else { return nil }
+        let text = row.string("steps") ?? "[]"
+        let steps = (try? JSONDecoder().decode([[String]].self, from: Data(text.utf8))) ?? []
+        return Job(visitID: visitID, steps: steps, nextStep: Int(row.int("next_step") ?? 0), stepMs: row.int("step_ms") ?? 20_000,
+                   dueAt: row.int("due_at") ?? 0, windowEndsAt: row.int("window_ends_at") ?? 0)
+    }
+
+    /// Claims one due job (SKIP LOCKED on PostgreSQL: another instance busy with a job
+    /// is skipped, never waited for) and performs its step. Nil when nothing is due.
+    static func processDue(_ db: any SQLConnection, at: Date) throws -> [EventRecord]? {
+        guard let claimed = try db.queryOne("""
+            SELECT j.visit_id FROM ring_jobs j JOIN visits v ON v.id = j.visit_id
+            WHERE j.due_at <= ? ORDER BY j.due_at, j.visit_id LIMIT 1
+            """ + db.dialect.skipLocked, .integer(ms(at)))?.string("visit_id") else { return nil }
+        return try step(db, visitID: claimed, at: at)
+    }
+
+    /// Performs whatever is due for one visit's ring: the next step, or the end of the window.
+    static func step(_ db: any SQLConnection, visitID: String, at: Date) throws -> [EventRecord] {
+        guard let job = try job(db, visitID: visitID) else { return [] }
+        guard let row = try VisitStore.load(db, id: visitID), row.status == .ringing else {
+            try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(visitID))
+            return []
+        }
+        let now = ms(at)
+        if now >= job.windowEndsAt {
+            return try VisitEngine.apply(db, row: row, event: .windowClosed(at: at),
+                                         source: EventSource(channel: "scheduler"), at: at).events
+        }
+        guard job.nextStep < job.steps.count else {
+            // Everyone was rung; wait for the window to end.
+            try db.execute("UPDATE ring_jobs SET due_at = ? WHERE visit_id = ?", .integer(job.windowEndsAt), .text(visitID))
+            return []
+        }
+        let users = job.steps[job.nextStep]
+        var machine = row.machine
+        _ = try machine.handle(.ringStep(userIDs: users))   // refuses unless ringing
+        var pending: [PendingEvent] = []
+        if job.nextStep > 0 && row.ringMode == .sequential {
+            let previous = job.steps[job.nextStep - 1].filter { !users.contains($0) }
+            for user in try names(db, previous) {
+                try VisitStore.insertAttempt(db, visitID: visitID, kind: .timeout, user: user, channel: "scheduler",
+                                             step: job.nextStep - 1, at: at)
+            }
+            pending.append(PendingEvent(type: .ringCancelled, data: [
+                "reason": .string(RingCancelReason.nextStep.rawValue), "user_ids": .array(previous.map(JSONValue.string))]))
+        }
+        for user in try names(db, users) {
+            try VisitStore.insertAttempt(db, visitID: visitID, kind: .ring, user: user, channel: "push", step: job.nextStep, at: at)
+        }
+        let following = job.nextStep + 1
+        let due = following < job.steps.count ? min(job.dueAt + job.stepMs, job.windowEndsAt) : job.windowEndsAt
+        // A step rings until the next one starts (sequential) or the window ends.
+        let stepEnds = row.ringMode == .sequential ? min(max(due, now), job.windowEndsAt) : job.windowEndsAt
+        pending.append(PendingEvent(type: .ringing, data: [
+            "user_ids": .array(users.map(JSONValue.string)), "step": .number(Double(job.nextStep)),
+            "ring_mode": .string(row.ringMode.rawValue), "visitor_name": .string(row.visitorName),
+            "geofence": .object(["status": .string(row.geofence.status.rawValue),
+                                 "distance_m": row.geofence.distanceM.map { .number(Double($0)) } ?? .null]),
+            "step_expires_at": .string(Timestamp.format(date(stepEnds))),
+            "ring_deadline": .string(Timestamp.format(date(job.windowEndsAt))),
+        ]))
+        try db.execute("UPDATE ring_jobs SET next_step = ?, due_at = ? WHERE visit_id = ?",
+                       .integer(Int64(following)), .integer(max(due, job.dueAt)), .text(visitID))
+        return try EventLog.append(db, companyID: row.companyID, visitID: visitID, unitID: row.unitID,
+                                   events: pending.map { VisitEngine.decorate($0, row: row, status: .ringing) }, at: at)
+    }
+
+    /// A resident declined: when everyone of the current step has declined, the ring
+    /// moves on now (to the next step, or to the end of the window after the last).
+    static func declined(_ db: any SQLConnection, visitID: String, userID: String, at: Date) throws {
+        guard let job = try job(db, visitID: visitID), job.nextStep > 0 else { return }
+        let current = job.steps[job.nextStep - 1]
+        guard current.contains(userID) else { return }
+        let declined = Set(try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'decline'", .text(visitID))
+            .compactMap { $0.string("user_id") })
+        guard current.allSatisfy(declined.contains) else { return }
+        let now = ms(at)
+        if job.nextStep < job.steps.count {
+            try db.execute("UPDATE ring_jobs SET due_at = ? WHERE visit_id = ?", .integer(now), .text(visitID))
+        } else {
+            try db.execute("UPDATE ring_jobs SET due_at = ?, window_ends_at = ? WHERE visit_id = ?",
+                           .integer(now), .integer(now), .text(visitID))
+        }
+    }
+
+    /// Expires one visit unresolved past its 24 h (SKIP LOCKED, like ring jobs).
+    static func expireDue(_ db: any SQLConnection, at: Date) throws -> [EventRecord]? {
+        guard let id = try db.queryOne("""
+            SELECT id FROM visits WHERE expires_at <= ? AND status IN ('ringing', 'answered', 'unanswered')
+            ORDER BY expires_at LIMIT 1
+            """ + db.dialect.skipLocked, .integer(ms(at)))?.string("id"),
+              let row = try VisitStore.load(db, id: id) else { return nil }
+        return try VisitEngine.apply(db, row: row, event: .expire(at: at), source: EventSource(channel: "scheduler"), at: at).events
+    }
+
+    static func names(_ db: any SQLConnection, _ ids: [String]) throws -> [PersonRef] {
+        try ids.map { id in
+            PersonRef(id: id, name: try db.queryOne("SELECT name FROM users WHERE id = ?", .text(id))?.string("name") ?? "")
+        }
+    }
+}
