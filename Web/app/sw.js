@@ -12,6 +12,7 @@
 // - `sync` (Background Sync) sends whatever the queue still holds.
 
 import { drain, enqueue, pendingActions } from "../shared/actions.js";
+import { request } from "../shared/api.js";
 import { authorized, loadSession } from "../shared/session.js";
 import * as text from "../shared/text.js";
 
@@ -72,7 +73,7 @@ async function onPush(payload) {
       await self.registration.showNotification("Portaria", { body: "Abra o app para ver a novidade.", icon: ICON, badge: BADGE,
         tag: visitID ? tagFor(visitID) : undefined });
   }
-  await acknowledge(payload.push_id);
+  await acknowledge(payload);
 }
 
 /** The notification of a visitor or courier at the gate. */
@@ -129,11 +130,21 @@ function describeEnd(visit, session) {
   return "";
 }
 
-/** The receipt that this browser got the push (push health counts unacknowledged ones). */
-async function acknowledge(pushID) {
+/**
+ * The receipt that this browser got the push (push health counts unacknowledged ones).
+ * A payload's `ack_token` proves it without a session (the resident may have been logged
+ * out for days); without one, the session's bearer does.
+ */
+async function acknowledge(payload) {
+  const pushID = payload.push_id;
   if (!pushID) return;
+  const path = `/v1/push/${encodeURIComponent(pushID)}/ack`;
   try {
-    await authorized("POST", `/v1/push/${encodeURIComponent(pushID)}/ack`, { body: {} });
+    if (typeof payload.ack_token === "string" && payload.ack_token) {
+      await request("POST", path, { body: { ack_token: payload.ack_token } });
+    } else {
+      await authorized("POST", path, { body: {} });
+    }
   } catch { /* a receipt is evidence, not a condition: the notification is already shown */ }
 }
 
