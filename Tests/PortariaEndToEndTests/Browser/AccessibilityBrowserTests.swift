@@ -56,6 +56,10 @@ struct AccessibilityBrowserTests {
 
                 try await ResidentAppDefectTests().loginAsMaria(browser, base: base, waitingFor: visit)
                 found["app-home"] = try await violations(browser, axe: axe, page: "app-home")
+                // The colours come from the generated tokens: Autorizar is the tokens' green.
+                let green = try await browser.execute(
+                    "return getComputedStyle(document.querySelector('li.visit button[data-action=authorize]')).backgroundColor") as? String
+                #expect(green == "rgb(10, 107, 45)", "\(String(describing: green))")
 
                 try await browser.navigate("\(base)/admin/")
                 try await browser.waitFor("the admin login") { try await browser.visibleText("#username") != nil }
