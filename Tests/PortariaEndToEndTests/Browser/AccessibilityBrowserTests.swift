@@ -30,9 +30,7 @@ struct AccessibilityBrowserTests {
               .map((v) => v.id + ' (' + v.impact + '): ' + v.nodes.map((n) => n.target.join(' ') + ' — ' + (n.failureSummary || '')).join(' | '))))
               .catch((e) => done(['axe failed: ' + e]));
             """)
-        let list = result as? [String] ?? ["axe gave no answer on \(page)"]
-        await browser.screenshot("axe-\(page)")
-        return list
+        return result as? [String] ?? ["axe gave no answer on \(page)"]
     }
 
     @Test("Gate page, resident app (login, home) and admin page: no serious or critical axe violation")
@@ -53,6 +51,7 @@ struct AccessibilityBrowserTests {
                 try await browser.navigate("\(base)/app/")
                 try await browser.waitFor("the login form") { try await browser.visibleText("#username") != nil }
                 found["app-login"] = try await violations(browser, axe: axe, page: "app-login")
+                await browser.screenshot("app-login")
 
                 try await ResidentAppDefectTests().loginAsMaria(browser, base: base, waitingFor: visit)
                 found["app-home"] = try await violations(browser, axe: axe, page: "app-home")
@@ -64,6 +63,7 @@ struct AccessibilityBrowserTests {
                 try await browser.navigate("\(base)/admin/")
                 try await browser.waitFor("the admin login") { try await browser.visibleText("#username") != nil }
                 found["admin"] = try await violations(browser, axe: axe, page: "admin")
+                await browser.screenshot("admin-login")
 
                 // The check can fail: an image without a text alternative (critical) is reported.
                 try await browser.execute("const i = document.createElement('img'); i.src = 'icon.png'; document.body.append(i);")

@@ -118,7 +118,6 @@ struct ServiceWorkerBrowserTests {
                 let actions = shown["actions"] as? [String] ?? []
                 #expect(actions == Array(["Autorizar subida", "Deixar na portaria", "Recusar"].prefix(maxActions)), "\(actions)")
                 if maxActions < 3 { #expect(body.contains("Recusar"), "\(body)") }
-                await browser.screenshot("sw-delivery-notification")
 
                 try await tap(browser, action: "authorize", visit: visit)
                 try await browser.waitFor("the outcome notification", within: .seconds(30)) {
