@@ -127,13 +127,23 @@ async function chooseCompany() {
   };
   await saveSession(fresh);
   session = fresh;
+  let me;
   try {
-    const me = await api("GET", "/v1/me");
-    session.name = me.user ? me.user.name : "";
-    // The condominium's clock, whatever zone this browser is in.
-    if (me.company && me.company.time_zone) session.timeZone = me.company.time_zone;
-    await saveSession(session);
-  } catch { /* the name is decoration; the zone falls back to the login's or São Paulo's */ }
+    me = await api("GET", "/v1/me");
+  } catch (error) {
+    // Without the profile the app cannot know whose visits it would show: no home.
+    return logout(error.status === 0 ? error.message : "Não foi possível entrar agora. Tente de novo em instantes.");
+  }
+  // An operator (or an administrator without a unit) would see the whole company's
+  // visits with a resident's buttons: this app is for residents; the operator's app is a
+  // later phase (spec fase 5: "perfil de operador fica oculto" until fase 7).
+  if (me.profile === "operator" || !(me.units || []).length) {
+    return logout("Este app é para moradores. Quem trabalha na portaria usa o app do operador, que ainda não está disponível na web.");
+  }
+  session.name = me.user ? me.user.name : "";
+  // The condominium's clock, whatever zone this browser is in.
+  if (me.company && me.company.time_zone) session.timeZone = me.company.time_zone;
+  await saveSession(session);
   enterHome();
 }
 
@@ -339,6 +349,7 @@ async function sendQueued() {
 function showAction(record) {
   if (!session || record.userID !== session.userID) return;
   notes.set(record.visitID, { text: record.text, ok: record.ok, state: record.state });
+  if ($("call").dataset.visit === record.visitID && !$("call").hidden) $("call-status").textContent = record.text;
   const item = document.querySelector(`li.visit[data-id="${CSS.escape(record.visitID)}"]`);
   if (!item) return;
   const message = item.querySelector(".message");
@@ -384,6 +395,35 @@ async function answer(item, visit) {
   }
 }
 
+/** Autorizar / Negar (and, for a courier, Deixar na portaria) inside the call: the same queue as the list. */
+function fillCallActions(visit) {
+  const row = $("call-actions");
+  row.replaceChildren();
+  row.hidden = false;
+  const actions = [["authorize", visit.kind === "delivery" ? "Autorizar subida" : "Autorizar", "authorize"]];
+  if (visit.kind === "delivery") actions.push(["leave_at_concierge", "Deixar na portaria", "concierge"]);
+  actions.push(["deny", visit.kind === "delivery" ? "Recusar" : "Negar", "deny"]);
+  for (const [action, label, style] of actions) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = `button ${style}`;
+    button.dataset.action = action;
+    button.textContent = label;
+    button.addEventListener("click", async () => {
+      row.querySelectorAll("button").forEach((other) => { other.disabled = true; });
+      const item = document.querySelector(`li.visit[data-id="${CSS.escape(visit.id)}"]`);
+      if (item) {
+        await resolve(item, visit, action);
+      } else {
+        await enqueue({ visitID: visit.id, action, kind: visit.kind, visitorName: visit.visitor_name, source: "page" });
+        sendQueued();
+      }
+      $("call-status").textContent = text.queued(action, "sending");
+    });
+    row.append(button);
+  }
+}
+
 function openCall(visit) {
   const section = $("call");
   section.hidden = false;
@@ -392,6 +432,7 @@ function openCall(visit) {
   $("call-who").textContent = `${visit.visitor_name} · ${visit.unit ? visit.unit.label : ""}`;
   $("call-videos").hidden = false;
   $("call-hangup").hidden = false;
+  fillCallActions(visit);
   $("call-close").hidden = true;
   $("call-unmute").hidden = true;
   call = new VideoCall({
@@ -410,6 +451,7 @@ function openCall(visit) {
       $("call-status").textContent = text;
       if (state === "ended") {
         call = null;
+        $("call-actions").hidden = true;
         $("call-videos").hidden = true;
         $("call-hangup").hidden = true;
         $("call-unmute").hidden = true;

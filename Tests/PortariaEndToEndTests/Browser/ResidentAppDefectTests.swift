@@ -167,4 +167,21 @@ struct ResidentAppDefectTests {
             }
         }
     }
+
+    @Test("An operator who logs in is told the app is for residents, and never sees the company's visits")
+    func operatorIsTurnedAway() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            _ = try await app.ring(server, name: "Visitante Qualquer")
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/app/")
+                try await browser.type(try await browser.find(css: "#username"), "portaria")
+                try await browser.type(try await browser.find(css: "#password"), "demo1234")
+                try await browser.click(css: "#login")
+                let message = try await browser.waitForText("#login-error", containing: "moradores")
+                #expect(message.hasPrefix("Este app é para moradores"), "\(message)")
+                #expect(try await browser.visibleText("#view-home") == nil)
+                #expect(try await browser.execute("return document.querySelectorAll('li.visit').length") as? Int == 0)
+            }
+        }
+    }
 }
