@@ -204,6 +204,19 @@ public struct PushAck: Codable, Sendable, Equatable {
     }
 }
 
+/// `POST /v1/push/{push_id}/ack` without a bearer: the per-push capability the payload
+/// carried (`ack_token`), for a Notification Service Extension or an Android receiver
+/// woken long after its access token expired (decision 0016).
+public struct PushAckRequest: Codable, Sendable, Equatable {
+    /// 32 random bytes, base64url without padding: always 43 characters.
+    public var ackToken: String
+    public init(ackToken: String) { self.ackToken = ackToken }
+    enum CodingKeys: String, CodingKey { case ackToken = "ack_token" }
+
+    /// Length of every `ack_token` (32 bytes in base64url without padding).
+    public static let tokenLength = 43
+}
+
 /// One device in `GET /v1/admin/push_health`.
 public struct PushHealthDevice: Codable, Sendable, Equatable {
 

@@ -77,9 +77,14 @@ public struct OutgoingPush: Sendable, Equatable {
     /// After this instant the push is worthless (a ring nobody can answer any more).
     public var deadline: Date
     public var attempt: Int
+    /// The per-push capability every payload carries (`ack_token`): minted for this attempt
+    /// when the job was claimed; only its SHA-256 is stored (decision 0016). Every
+    /// renderer (APNs, FCM, Web Push) must put it beside `push_id`.
+    public var ackToken: String?
 
     public init(pushID: String, kind: PushKind, platform: String, tokenKind: TokenKind, token: String,
-                message: PushMessage, deadline: Date, attempt: Int = 1) {
+                message: PushMessage, deadline: Date, attempt: Int = 1, ackToken: String? = nil) {
+        self.ackToken = ackToken
         self.pushID = pushID
         self.kind = kind
         self.platform = platform

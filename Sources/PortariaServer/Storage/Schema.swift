@@ -22,6 +22,13 @@ public enum Schema {
         ]),
         Migration(version: 7, name: "devices_per_user", statements: devicesPerUser),
         Migration(version: 8, name: "visits_unanswered_indexes", statements: visitsUnanswered),
+        Migration(version: 9, name: "push_ack_capability", statements: [
+            // The SHA-256 (hex, space-separated, newest last) of every `ack_token` this job's
+            // payloads carried: one per attempt, so whichever attempt reached the phone can
+            // acknowledge it without a session. The tokens themselves are never stored
+            // (decision 0016).
+            .init("ALTER TABLE push_jobs ADD COLUMN ack_token_hashes TEXT"),
+        ]),
     ]
 
     /// The pendências list (`status = 'unanswered'`) used the (unit|company, created_at)

@@ -47,7 +47,8 @@ struct VisitRow: Sendable {
 enum VisitStore {
     static let select = """
         SELECT v.id, v.company_id, c.timezone, v.unit_id, u.label AS unit_label, v.kind, v.visitor_name, v.carrier,
-               v.status, v.geofence_status, v.geofence_distance_m, v.delivery_rule, v.ring_mode, v.answered_by,
+               v.status, v.geofence_status, v.geofence_distance_m, v.location_lat, v.location_lon, c.gate_lat, c.gate_lon,
+               v.delivery_rule, v.ring_mode, v.answered_by,
                v.answered_by_name, v.answered_at, v.ring_deadline, v.expires_at, v.created_at, v.updated_at,
                r.action AS r_action, r.user_id AS r_user_id, r.user_name AS r_user_name, r.via AS r_via,
                r.created_at AS r_at
@@ -65,6 +66,13 @@ enum VisitStore {
                                          via: row.string("r_via").flatMap(ResolutionChannel.init(rawValue:)) ?? .app)
         }
         let distance = row.int("geofence_distance_m").map(Int.init)
+        let geofenceStatus = row.string("geofence_status").flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown
+        // From the stored position while it is kept (retention deletes it; the distance stays).
+        var bearing: Int?
+        if geofenceStatus != .unknown, let lat = row.double("location_lat"), let lon = row.double("location_lon"),
+           let gateLat = row.double("gate_lat"), let gateLon = row.double("gate_lon") {
+            bearing = Geofence.bearing(from: GeoPoint(lat: gateLat, lon: gateLon), to: GeoPoint(lat: lat, lon: lon))
+        }
         return VisitRow(
             id: row.string("id") ?? "", companyID: row.string("company_id") ?? "",
             timeZone: row.string("timezone") ?? "America/Sao_Paulo",
@@ -72,8 +80,7 @@ enum VisitStore {
             kind: row.string("kind").flatMap(VisitKind.init(rawValue:)) ?? .visit,
             visitorName: row.string("visitor_name") ?? "", carrier: row.string("carrier"),
             status: row.string("status").flatMap(VisitStatus.init(rawValue:)) ?? .ringing,
-            geofence: GeofenceResult(status: row.string("geofence_status").flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown,
-                                     distanceM: distance),
+            geofence: GeofenceResult(status: geofenceStatus, distanceM: distance, bearingDeg: bearing),
             deliveryRule: row.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask,
             ringMode: row.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential,
             answeredBy: row.string("answered_by").map { PersonRef(id: $0, name: row.string("answered_by_name") ?? "") },

@@ -118,6 +118,9 @@ public final class APNsProvider: PushProvider {
         let m = push.message
         let expiration = Int64(push.deadline.timeIntervalSince1970.rounded(.down))
         var common: [String: JSONValue] = ["push_id": .string(push.pushID)]
+        // Beside `aps`, so the Notification Service Extension can acknowledge without a
+        // session (decision 0016).
+        if let ackToken = push.ackToken { common["ack_token"] = .string(ackToken) }
         if let visit = m.visitID { common["visit_id"] = .string(visit) }
         switch push.kind {
         case .visitRing:

@@ -134,6 +134,7 @@ public final class FCMProvider: PushProvider {
     public static func dataFields(_ push: OutgoingPush) -> [String: JSONValue] {
         let m = push.message
         var data: [String: JSONValue] = ["push_id": .string(push.pushID)]
+        if let ackToken = push.ackToken { data["ack_token"] = .string(ackToken) }
         if let visit = m.visitID { data["visit_id"] = .string(visit) }
         switch push.kind {
         case .visitRing: data["type"] = "visit.ring"
