@@ -155,7 +155,10 @@ struct WebPushTests {
         #expect(payload["unit_label"]?.stringValue == "A-101")
         #expect(payload["geofence_status"]?.stringValue == "unknown")
         let pushID = try #require(payload["push_id"]?.stringValue)
-        #expect(try await PushReceipts(database: database).acknowledge(pushID: pushID, userID: mariaID) != nil)
+        // The payload's ack_token proves the receipt with no session (the tab is closed).
+        let ackToken = try #require(payload["ack_token"]?.stringValue)
+        let ack = try await PushReceipts(database: database).acknowledge(pushID: pushID, ackToken: ackToken, address: "127.0.0.1")
+        if case .failure(let refusal) = ack { Issue.record("the web payload's ack_token was refused: \(refusal)") }
 
         // João's browser unsubscribed (410): his device is deactivated and the panel says so.
         try await CrashRecoveryTests.until(timeout: 20) {
