@@ -271,18 +271,7 @@ function fillVisit(item, visit) {
   if (["ringing", "answered", "unanswered"].includes(visit.status)) {
     const row = document.createElement("div");
     row.className = "row";
-    const actions = [["authorize", visit.kind === "delivery" ? "Autorizar subida" : "Autorizar", "authorize"]];
-    if (visit.kind === "delivery") actions.push(["leave_at_concierge", "Deixar na portaria", "concierge"]);
-    actions.push(["deny", visit.kind === "delivery" ? "Recusar" : "Negar", "deny"]);
-    for (const [action, label, style] of actions) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = `button ${style}`;
-      button.dataset.action = action;
-      button.textContent = label;
-      button.addEventListener("click", () => resolve(item, visit, action));
-      row.append(button);
-    }
+    row.append(...decisionButtons(visit, (action) => resolve(item, visit, action)));
     item.append(row);
   }
   const message = document.createElement("p");
@@ -395,33 +384,38 @@ async function answer(item, visit) {
   }
 }
 
-/** Autorizar / Negar (and, for a courier, Deixar na portaria) inside the call: the same queue as the list. */
-function fillCallActions(visit) {
-  const row = $("call-actions");
-  row.replaceChildren();
-  row.hidden = false;
-  const actions = [["authorize", visit.kind === "delivery" ? "Autorizar subida" : "Autorizar", "authorize"]];
-  if (visit.kind === "delivery") actions.push(["leave_at_concierge", "Deixar na portaria", "concierge"]);
-  actions.push(["deny", visit.kind === "delivery" ? "Recusar" : "Negar", "deny"]);
-  for (const [action, label, style] of actions) {
+/** The decision buttons of a visit: Autorizar (subida), Deixar na portaria for a courier, Negar / Recusar. */
+function decisionButtons(visit, onTap) {
+  const delivery = visit.kind === "delivery";
+  const actions = [["authorize", delivery ? "Autorizar subida" : "Autorizar", "authorize"]];
+  if (delivery) actions.push(["leave_at_concierge", "Deixar na portaria", "concierge"]);
+  actions.push(["deny", delivery ? "Recusar" : "Negar", "deny"]);
+  return actions.map(([action, label, style]) => {
     const button = document.createElement("button");
     button.type = "button";
     button.className = `button ${style}`;
     button.dataset.action = action;
     button.textContent = label;
-    button.addEventListener("click", async () => {
-      row.querySelectorAll("button").forEach((other) => { other.disabled = true; });
-      const item = document.querySelector(`li.visit[data-id="${CSS.escape(visit.id)}"]`);
-      if (item) {
-        await resolve(item, visit, action);
-      } else {
-        await enqueue({ visitID: visit.id, action, kind: visit.kind, visitorName: visit.visitor_name, source: "page" });
-        sendQueued();
-      }
-      $("call-status").textContent = text.queued(action, "sending");
-    });
-    row.append(button);
-  }
+    button.addEventListener("click", () => onTap(action));
+    return button;
+  });
+}
+
+/** The same decisions inside the call, through the same queue as the list. */
+function fillCallActions(visit) {
+  const row = $("call-actions");
+  row.hidden = false;
+  row.replaceChildren(...decisionButtons(visit, async (action) => {
+    row.querySelectorAll("button").forEach((other) => { other.disabled = true; });
+    const item = document.querySelector(`li.visit[data-id="${CSS.escape(visit.id)}"]`);
+    if (item) {
+      await resolve(item, visit, action);
+    } else {
+      await enqueue({ visitID: visit.id, action, kind: visit.kind, visitorName: visit.visitor_name, source: "page" });
+      sendQueued();
+    }
+    $("call-status").textContent = text.queued(action, "sending");
+  }));
 }
 
 function openCall(visit) {

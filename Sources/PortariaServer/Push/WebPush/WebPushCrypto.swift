@@ -42,13 +42,7 @@ final class P256Key: @unchecked Sendable {
 
     /// Loads a PEM private key (PKCS#8 or SEC1) that must be P-256.
     convenience init(pem: String) throws {
-        let bytes = Array(pem.utf8)
-        let loaded: OpaquePointer? = bytes.withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let loaded else { throw KeyError("not a PEM private key") }
+        guard let loaded = ProviderKey.readPrivateKey(pem: pem) else { throw KeyError("not a PEM private key") }
         guard EVP_PKEY_get_base_id(loaded) == EVP_PKEY_EC, EVP_PKEY_get_bits(loaded) == 256 else {
             EVP_PKEY_free(loaded)
             throw KeyError("the key is not EC P-256")
