@@ -65,6 +65,15 @@ async function onPush(payload) {
     case "visit.ring_cancelled":
       await showCancelled(payload);
       break;
+    case "delivery.resolved":
+      // Someone else (or the unit's rule) decided: the server's sentence replaces the
+      // delivery's notification, buttons and all ("Maria autorizou às 14:32").
+      for (const shown of await self.registration.getNotifications({ tag: tagFor(visitID) })) shown.close();
+      await self.registration.showNotification("Portaria", {
+        body: payload.text || "Entrega resolvida", tag: tagFor(visitID), silent: true, icon: ICON, badge: BADGE,
+        data: { visit_id: visitID, ended: true },
+      });
+      break;
     case "test":
       await self.registration.showNotification("Portaria", { body: payload.text || "Notificações funcionando.", icon: ICON, badge: BADGE });
       break;

@@ -40,8 +40,10 @@ public struct EnqueuedPush: Sendable, Equatable {
 public enum PushOutbox {
     /// Expands `request` to one job per device that can receive it, inside `db`'s transaction.
     ///
-    /// iOS rings need an active PushKit token (a plain alert cannot ring); every other push
-    /// uses the device's push token (a web device's is its push subscription). Devices whose
+    /// iOS rings go to the PushKit token (only a VoIP push rings like a call); an iPhone
+    /// without an active one is rung by a time-sensitive alert on its push token instead
+    /// of nothing (push health keeps flagging `voip_token_missing`). Every other push uses
+    /// the device's push token (a web device's is its push subscription). Devices whose
     /// token a provider refused are skipped. Returns the jobs written.
     @discardableResult
     public static func enqueue(_ db: any SQLConnection, _ request: PushRequest, now: Date = Date()) throws -> [EnqueuedPush] {
@@ -60,9 +62,9 @@ public enum PushOutbox {
             let tokenKind: OutgoingPush.TokenKind
             let token: String?
             switch (platform, request.kind) {
-            case ("ios", .visitRing):
+            case ("ios", .visitRing) where device.string("voip_token_status") == "active" && device.string("voip_token") != nil:
                 tokenKind = .voip
-                token = device.string("voip_token_status") == "active" ? device.string("voip_token") : nil
+                token = device.string("voip_token")
             case ("ios", _), ("android", _):
                 tokenKind = .push
                 token = device.string("push_token_status") == "active" ? device.string("push_token") : nil
