@@ -203,6 +203,34 @@ struct PushReceiptEndToEndTests {
             #expect(health.allSatisfy { $0.lastAckAt != nil }, "\(health.map { ($0.platform, $0.lastAckAt as Any) })")
             #expect(health.allSatisfy { $0.unackedPushes == 0 })
             #expect(Set(try await Self.receipts(maria, visitID).compactMap(\.deviceID)) == Set(deviceIDs))
+
+            // What a receipt costs, either way (repeated acks of an acknowledged push do
+            // the whole check and answer the first acked_at).
+            func median(_ label: String, _ body: () async throws -> Int) async throws {
+                var samples: [Double] = []
+                for _ in 0..<40 {
+                    let start = ContinuousClock.now
+                    #expect(try await body() == 200, "\(label)")
+                    let elapsed = ContinuousClock.now - start
+                    samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+                }
+                samples.sort()
+                print("push ack \(label): median \(String(format: "%.2f", samples[samples.count / 2])) ms, p90 \(String(format: "%.2f", samples[samples.count * 9 / 10])) ms (40 sequential, loopback)")
+            }
+            try await median("with ack_token") { try await Self.ack(server, androidReceipt.pushID, token: androidReceipt.ackToken).status }
+            try await median("with bearer") { try await maria.send("POST", "/v1/push/\(androidReceipt.pushID)/ack").status }
+
+            // Refusals count per address: 3 above, 17 more still answer 404, then 429 for
+            // every capability ack from this address — even a right one. The bearer route
+            // is not affected.
+            for _ in 0..<17 {
+                #expect(try await Self.ack(server, iphoneReceipt.pushID, token: androidReceipt.ackToken).status == 404)
+            }
+            let limited = try await Self.ack(server, iphoneReceipt.pushID, token: androidReceipt.ackToken)
+            #expect(limited.status == 429)
+            #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 >= 1)
+            #expect(try await Self.ack(server, iphoneReceipt.pushID, token: iphoneReceipt.ackToken).status == 429)
+            #expect(try await maria.send("POST", "/v1/push/\(iphoneReceipt.pushID)/ack").status == 200)
         }
     }
 

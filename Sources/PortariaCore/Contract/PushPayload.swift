@@ -15,8 +15,32 @@ public enum PushPayloadType: String, Sendable, Codable, CaseIterable {
     /// A courier at the gate: an actionable notification (authorize / leave at the
     /// concierge / deny).
     case delivery
+    /// A delivery was decided without this phone: by another resident, or by the unit's
+    /// delivery rule (`via: auto`). On iOS it replaces the delivery notification (same
+    /// `apns-collapse-id`), without actions.
+    case deliveryResolved = "delivery.resolved"
     /// `portaria admin push-test`.
     case test
+}
+
+/// The notification categories the server names (`aps.category`) and the apps register,
+/// with their action identifiers. The resolve actions' identifiers are the
+/// `ResolutionAction` raw values, so an action maps onto `POST /v1/visits/{id}/resolve`
+/// without a table.
+public enum NotificationCategoryID {
+    /// A courier: Autorizar subida / Deixar na portaria / Recusar.
+    public static let delivery = "DELIVERY"
+    /// A visitor rung by an alert (an iPhone without a VoIP token): Atender / Negar.
+    public static let visit = "VISIT"
+}
+
+/// Action identifiers of the categories above.
+public enum NotificationActionID {
+    public static let authorize = ResolutionAction.authorize.rawValue
+    public static let leaveAtConcierge = ResolutionAction.leaveAtConcierge.rawValue
+    public static let deny = ResolutionAction.deny.rawValue
+    /// Opens the app on the visit (the call screen); not a resolution.
+    public static let answer = "answer"
 }
 
 /// `visit.ring`: everything the call screen shows, so the app can report the call to
@@ -77,6 +101,40 @@ public struct DeliveryPush: Sendable, Equatable {
     }
 }
 
+/// `delivery.resolved`: what replaces a delivery notification once it was decided
+/// elsewhere ("Maria autorizou às 14:32", "Deixado na portaria automaticamente às 14:32").
+public struct DeliveryResolvedPush: Sendable, Equatable {
+    public var pushID: String
+    public var visitID: String
+    public var unitLabel: String
+    /// nil when the server sent an action this version does not know.
+    public var action: ResolutionAction?
+    /// The resolver's name; nil for automatic resolutions.
+    public var resolvedByName: String?
+    public var resolvedAt: Date?
+    public var via: ResolutionChannel?
+    /// The pt-BR sentence, already in the condominium's time zone.
+    public var text: String
+    /// The per-push acknowledgement capability, when the server sends one.
+    public var ackToken: String?
+
+    public init(pushID: String, visitID: String, unitLabel: String, action: ResolutionAction?, resolvedByName: String?,
+                resolvedAt: Date?, via: ResolutionChannel?, text: String, ackToken: String? = nil) {
+        self.ackToken = ackToken
+        self.pushID = pushID
+        self.visitID = visitID
+        self.unitLabel = unitLabel
+        self.action = action
+        self.resolvedByName = resolvedByName
+        self.resolvedAt = resolvedAt
+        self.via = via
+        self.text = text
+    }
+
+    /// The unit's delivery rule decided; nobody was asked.
+    public var isAutomatic: Bool { via == .auto }
+}
+
 /// `visit.ring_cancelled`: this phone should stop ringing.
 public struct RingCancelledPush: Sendable, Equatable {
     public var pushID: String
@@ -120,6 +178,7 @@ public enum PushPayload: Sendable, Equatable {
     case ring(RingPush)
     case ringCancelled(RingCancelledPush)
     case delivery(DeliveryPush)
+    case deliveryResolved(DeliveryResolvedPush)
     case test(pushID: String, text: String?, ackToken: String? = nil)
     /// A type this version does not know; acknowledged (it arrived) and otherwise ignored.
     case unknown(type: String, pushID: String?, ackToken: String? = nil)
@@ -130,6 +189,7 @@ public enum PushPayload: Sendable, Equatable {
         case .ring(let push): return push.pushID
         case .ringCancelled(let push): return push.pushID
         case .delivery(let push): return push.pushID
+        case .deliveryResolved(let push): return push.pushID
         case .test(let pushID, _, _): return pushID
         case .unknown(_, let pushID, _): return pushID
         }
@@ -142,6 +202,7 @@ public enum PushPayload: Sendable, Equatable {
         case .ring(let push): return push.ackToken
         case .ringCancelled(let push): return push.ackToken
         case .delivery(let push): return push.ackToken
+        case .deliveryResolved(let push): return push.ackToken
         case .test(_, _, let token): return token
         case .unknown(_, _, let token): return token
         }
@@ -195,6 +256,15 @@ public enum PushPayload: Sendable, Equatable {
                                           carrier: reader.string("carrier"),
                                           expiresAt: reader.string("expires_at").flatMap(Timestamp.parse),
                                           geofence: reader.geofence(), ackToken: reader.string("ack_token")))
+        case .deliveryResolved:
+            return .deliveryResolved(DeliveryResolvedPush(
+                pushID: try reader.required("push_id"), visitID: try reader.required("visit_id"),
+                unitLabel: reader.string("unit_label") ?? "",
+                action: reader.string("action").flatMap(ResolutionAction.init(rawValue:)),
+                resolvedByName: reader.string("resolved_by_name"),
+                resolvedAt: reader.string("resolved_at").flatMap(Timestamp.parse),
+                via: reader.string("via").flatMap(ResolutionChannel.init(rawValue:)),
+                text: reader.string("text") ?? "", ackToken: reader.string("ack_token")))
         case .test:
             return .test(pushID: try reader.required("push_id"), text: reader.string("text"), ackToken: reader.string("ack_token"))
         case nil:
