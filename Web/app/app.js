@@ -22,6 +22,9 @@ let socket = null;
 let pollTimer = 0;
 let reconnectTimer = 0;
 let drainTimer = 0;
+/** The last realtime `seq` seen: a reconnect asks for what came after it (`?since=`). */
+let lastSeq = null;
+let loadTimer = 0;
 const photoURLs = new Map();
 /** What the resident's own taps got, per visit, kept across list refreshes. */
 const notes = new Map();
@@ -235,6 +238,7 @@ async function logout(message, { keepQueue = false } = {}) {
   if (call) call.hangup();
   $("call").hidden = true;
   stopLive();
+  lastSeq = null;
   const ending = session;
   session = null;
   if (ending && !keepQueue) {
@@ -300,7 +304,7 @@ function render(listID, visits, seen) {
     }
     // An item whose resolve is in flight keeps its buttons until the answer comes.
     // Only a changed visit is redrawn, so focus and a half-done tap survive a refresh.
-    const signature = `${visit.status}|${visit.updated_at}|${!!visit.photo}|${(notes.get(visit.id) || {}).text || ""}`;
+    const signature = `${visit.status}|${visit.updated_at}|${!!visit.photo}|${!!visit.voice_message}|${(notes.get(visit.id) || {}).text || ""}`;
     if (item.dataset.busy !== "1" && item.dataset.signature !== signature) {
       fillVisit(item, visit);
       item.dataset.signature = signature;
@@ -336,6 +340,7 @@ function fillVisit(item, visit) {
     loadPhoto(visit.id, image);
   }
   item.append(what, badge, outcome);
+  if (visit.voice_message) item.append(voicePlayer(visit));
   if (visit.status === "ringing") {
     const row = document.createElement("div");
     row.className = "row answer-row";
@@ -373,6 +378,45 @@ function fillVisit(item, visit) {
     if (note.state === "pending") item.querySelectorAll("button[data-action]").forEach((button) => { button.disabled = true; });
   }
   item.append(message);
+}
+
+const voiceURLs = new Map();
+
+/**
+ * "Ouvir recado": the recording is fetched on the tap (a list of pendências does not
+ * download every recado), then played in the browser's own player, which has the
+ * keyboard controls and labels screen readers know.
+ */
+function voicePlayer(visit) {
+  const box = document.createElement("div");
+  box.className = "voice";
+  const seconds = visit.voice_message.duration_ms ? Math.max(1, Math.round(visit.voice_message.duration_ms / 1000)) : 0;
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "button secondary";
+  button.dataset.voice = visit.id;
+  button.textContent = seconds ? `Ouvir recado (${seconds} s)` : "Ouvir recado";
+  button.setAttribute("aria-label", `Ouvir recado de ${visit.visitor_name}`);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      if (!voiceURLs.has(visit.id)) voiceURLs.set(visit.id, URL.createObjectURL(await api("GET", `/v1/visits/${visit.id}/voice_message`, { raw: true })));
+    } catch (error) {
+      if (sessionEnded(error)) return;
+      button.disabled = false;
+      button.textContent = "Não foi possível carregar o recado. Toque de novo.";
+      return;
+    }
+    const audio = document.createElement("audio");
+    audio.controls = true;
+    audio.src = voiceURLs.get(visit.id);
+    audio.setAttribute("aria-label", `Recado de ${visit.visitor_name}`);
+    button.replaceWith(audio);
+    audio.focus();
+    audio.play().catch(() => { /* autoplay refused: the controls are there */ });
+  });
+  box.append(button);
+  return box;
 }
 
 async function loadPhoto(id, image) {
@@ -559,14 +603,18 @@ async function startLive() {
     return liveFailed();
   }
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${scheme}//${location.host}/v1/realtime?ticket=${encodeURIComponent(ticket)}&device_id=${encodeURIComponent(deviceID)}`);
+  // A reconnect names the last event seen: the server replays what was missed (or says
+  // `resync_required`), so the lists are not reloaded just because the socket came back.
+  const resuming = lastSeq !== null;
+  const since = resuming ? `&since=${lastSeq}` : "";
+  const ws = new WebSocket(`${scheme}//${location.host}/v1/realtime?ticket=${encodeURIComponent(ticket)}&device_id=${encodeURIComponent(deviceID)}${since}`);
   socket = ws;
   ws.onopen = () => {
     clearInterval(pollTimer);
     pollTimer = 0;
     $("connection").textContent = "";
     document.body.dataset.connection = "live";
-    load();
+    if (!resuming) load();
   };
   ws.onmessage = (message) => {
     try {
@@ -575,10 +623,17 @@ async function startLive() {
       // The visit closed (resolved elsewhere, cancelled): its call is over too.
       if (call && frame.type && ["visit.resolved", "visit.cancelled", "visit.expired"].includes(frame.type)
           && frame.data && frame.data.visit_id === call.visitID) call.close("Chamada encerrada.");
-      if (frame.type && (frame.type.startsWith("visit.") || frame.type === "resync_required")) load();
+      if (Number.isSafeInteger(frame.seq) && frame.seq >= 0) lastSeq = frame.seq;
+      // A replay after a reconnect is a burst of events: one reload for all of them.
+      if (frame.type && (frame.type.startsWith("visit.") || frame.type === "resync_required")) loadSoon();
     } catch { /* not JSON: ignore */ }
   };
   ws.onclose = () => { if (socket === ws) liveFailed(); };
+}
+
+function loadSoon() {
+  clearTimeout(loadTimer);
+  loadTimer = setTimeout(load, 150);
 }
 
 function liveFailed() {
@@ -591,6 +646,7 @@ function liveFailed() {
 }
 
 function stopLive() {
+  clearTimeout(loadTimer);
   clearInterval(pollTimer);
   clearTimeout(reconnectTimer);
   pollTimer = 0;

@@ -192,4 +192,106 @@ struct ResidentAppScreensTests {
             }
         }
     }
+    @Test("Realtime reconnect asks for what it missed (?since=the last seq): the visit rung while the socket was down is replayed")
+    func reconnectWithSince() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let first = try await ResidentAppBrowserTests().ring(server, name: "Visitante Antes")
+            try await WebDriver.with { browser in
+                // Every socket the page opens, with the frames it got, kept where the test can read them.
+                try await browser.cdp("Page.addScriptToEvaluateOnNewDocument", ["source": """
+                    window.__sockets = [];
+                    const Native = window.WebSocket;
+                    window.WebSocket = class extends Native {
+                      constructor(url, protocols) {
+                        super(url, protocols);
+                        this.frames = [];
+                        this.addEventListener('message', (e) => { try { this.frames.push(JSON.parse(e.data)); } catch {} });
+                        window.__sockets.push(this);
+                      }
+                    };
+                    """])
+                try await ResidentAppDefectTests().loginAsMaria(browser, base: "http://127.0.0.1:\(server.port)", waitingFor: first)
+                try await browser.waitFor("the first socket subscribed") {
+                    try await browser.execute("return window.__sockets.length === 1 && window.__sockets[0].frames.some((f) => f.type === 'subscribed')") as? Bool == true
+                }
+                #expect(try await browser.execute("return window.__sockets[0].url.includes('since=')") as? Bool == false, "a first connection has nothing to resume")
+                let during = try await ResidentAppBrowserTests().ring(server, name: "Visitante Durante")
+                try await ResidentAppDefectTests().waitForButtons(browser, during)
+                try await browser.waitFor("the visit.created frame") {
+                    try await browser.execute("return window.__sockets[0].frames.some((f) => f.type === 'visit.created' && f.data && f.data.visit_id === arguments[0])", [during]) as? Bool == true
+                }
+                let lastSeq = try #require(try await browser.execute(
+                    "return Math.max(...window.__sockets[0].frames.filter((f) => Number.isInteger(f.seq)).map((f) => f.seq))") as? Int)
+
+                // The connection drops; a visit rings meanwhile.
+                try await browser.execute("window.__sockets[0].close()")
+                try await browser.waitFor("the polling fallback") {
+                    try await browser.execute("return document.body.dataset.connection") as? String == "polling"
+                }
+                let missed = try await ResidentAppBrowserTests().ring(server, name: "Visitante Perdido")
+                try await browser.waitFor("the second socket", within: .seconds(40)) {
+                    try await browser.execute("return window.__sockets.length >= 2 && window.__sockets[1].readyState === 1") as? Bool == true
+                }
+                let url = try await browser.execute("return window.__sockets[1].url") as? String ?? ""
+                #expect(url.contains("since=\(lastSeq)"), "\(url) (last seq \(lastSeq))")
+                try await browser.waitFor("the missed visit replayed on the new socket") {
+                    try await browser.execute("return window.__sockets[1].frames.some((f) => f.type === 'visit.created' && f.data && f.data.visit_id === arguments[0])", [missed]) as? Bool == true
+                }
+                try await ResidentAppDefectTests().waitForButtons(browser, missed)
+                try await browser.waitFor("live again") { try await browser.execute("return document.body.dataset.connection") as? String == "live" }
+            }
+        }
+    }
+
+    @Test("Pendências: a recado is played in the list with the browser's player, fetched only on the tap")
+    func voiceMessageInPendencias() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let (visit, visitorToken) = try await ResidentAppBrowserTests().ringWithToken(server, name: "Visitante Recado")
+            let maria = try await RealtimeTests.login(server, "maria")
+            let headers = [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)]
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/app/")
+                // A real recording from Chromium's fake microphone, sent as the gate page sends it.
+                let uploaded = try await browser.executeAsync("""
+                    const done = arguments[arguments.length - 1];
+                    const token = arguments[0];
+                    navigator.mediaDevices.getUserMedia({ audio: true }).then((stream) => {
+                      const type = MediaRecorder.isTypeSupported('audio/webm;codecs=opus') ? 'audio/webm;codecs=opus' : 'audio/ogg;codecs=opus';
+                      const recorder = new MediaRecorder(stream, { mimeType: type });
+                      const chunks = [];
+                      recorder.ondataavailable = (e) => chunks.push(e.data);
+                      recorder.onstop = () => {
+                        stream.getTracks().forEach((t) => t.stop());
+                        const blob = new Blob(chunks, { type: type.split(';')[0] });
+                        fetch('/v1/visitor/visit/voice_message', { method: 'POST',
+                          headers: { Authorization: 'Bearer ' + token, 'Content-Type': blob.type }, body: blob })
+                          .then(async (r) => done(r.status + ' ' + await r.text())).catch((e) => done(String(e)));
+                      };
+                      recorder.start();
+                      setTimeout(() => recorder.stop(), 1500);
+                    }).catch((e) => done('no microphone: ' + e));
+                    """, [visitorToken])
+                let status = uploaded as? String ?? ""
+                try #require(status.hasPrefix("20"), "voice upload: \(status)")
+                let json = try await server.request("GET", "/v1/visits/\(visit)", headers: headers).json()
+                try #require(json["voice_message"] != nil, "the visit has no recado: \(json)")
+
+                try await ResidentAppDefectTests().loginAsMaria(browser, base: "http://127.0.0.1:\(server.port)", waitingFor: visit)
+                let button = "li.visit[data-id='\(visit)'] button[data-voice]"
+                try await browser.waitFor("the Ouvir recado button") { try await browser.visibleText(button) != nil }
+                #expect((try await browser.visibleText(button) ?? "").hasPrefix("Ouvir recado"))
+                #expect(try await browser.execute("return performance.getEntriesByType('resource').some((e) => e.name.includes('/voice_message'))") as? Bool == false,
+                        "the recado was downloaded before the tap")
+                try await browser.click(css: button)
+                try await browser.waitFor("the player with the recording loaded") {
+                    try await browser.execute("""
+                        const a = document.querySelector(arguments[0]);
+                        return !!a && a.controls && !a.error && a.readyState >= 1;
+                        """, ["li.visit[data-id='\(visit)'] audio"]) as? Bool == true
+                }
+                #expect(try await browser.execute("return document.activeElement.tagName") as? String == "AUDIO")
+                await browser.screenshot("app-voice-message")
+            }
+        }
+    }
 }
