@@ -842,7 +842,8 @@ async function openDetail(id, from) {
   $("detail-attempts").replaceChildren();
   $("detail-photo").hidden = true;
   $("detail-no-photo").hidden = true;
-  $("detail-compass").hidden = true;
+  // An SVG element has no `hidden` property: the attribute itself.
+  $("detail-compass").setAttribute("hidden", "");
   $("detail-voice-box").hidden = true;
   $("detail-title").focus();
   let visit;
@@ -863,7 +864,7 @@ async function openDetail(id, from) {
   // nothing leaves this server.
   if (visit.geofence && typeof visit.geofence.bearing_deg === "number") {
     $("detail-arrow").setAttribute("transform", `rotate(${visit.geofence.bearing_deg})`);
-    $("detail-compass").hidden = false;
+    $("detail-compass").removeAttribute("hidden");
   }
   if (visit.photo) {
     try {

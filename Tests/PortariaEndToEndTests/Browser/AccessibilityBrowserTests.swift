@@ -95,8 +95,9 @@ struct AccessibilityBrowserTests {
                 await browser.screenshot("app-sms-code")
 
                 try await ResidentAppDefectTests().loginAsMaria(browser, base: base, waitingFor: visit)
+                try await ResidentAppScreensTests.homeSettled(browser)
                 try await browser.click(css: "li.visit[data-id='\(visit)'] button.details")
-                try await browser.waitFor("the timeline") {
+                try await browser.waitFor("the timeline", within: .seconds(30)) {
                     try await browser.execute("return document.querySelectorAll('#detail-attempts li').length") as? Int ?? 0 > 0
                 }
                 found["app-detail"] = try await violations(browser, axe: axe, page: "app-detail")

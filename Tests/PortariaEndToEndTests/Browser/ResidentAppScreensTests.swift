@@ -38,6 +38,14 @@ struct ResidentAppScreensTests {
         try await browser.waitForText("#title", containing: "Residencial Demo")
     }
 
+    /// Waits for the home's last asynchronous block (the notification card, which pushes the
+    /// lists down when it appears) so a click lands where the button was found.
+    static func homeSettled(_ browser: WebDriver) async throws {
+        try await browser.waitFor("the notification card", within: .seconds(30)) {
+            !(try await browser.visibleText("#notify-state") ?? "").isEmpty
+        }
+    }
+
     @Test("SMS code login: the masked number, a wrong code in pt-BR, the logged code and the company choice reach the home")
     func smsCodeLogin() async throws {
         try await TestServer.with(["--demo"]) { server in
@@ -90,6 +98,7 @@ struct ResidentAppScreensTests {
                 #expect(uploaded as? Int == 201 || uploaded as? Int == 200, "photo upload: \(String(describing: uploaded))")
 
                 try await ResidentAppDefectTests().loginAsMaria(browser, base: "http://127.0.0.1:\(server.port)", waitingFor: visit)
+                try await Self.homeSettled(browser)
                 try await browser.click(css: "li.visit[data-id='\(visit)'] button.details")
                 try await browser.waitForText("#detail-title", containing: "Visitante Longe")
                 #expect(try await browser.visibleText("#username") == nil)
@@ -99,6 +108,8 @@ struct ResidentAppScreensTests {
                 #expect(location.hasPrefix("A 3"), "about 345 m: \(location)")
                 let arrow = try await browser.execute("return document.getElementById('detail-arrow').getAttribute('transform')") as? String
                 #expect(arrow == "rotate(\(bearing))", "\(String(describing: arrow))")
+                #expect(try await browser.execute("return document.getElementById('detail-compass').getBoundingClientRect().width > 0") as? Bool == true,
+                        "the compass is not shown")
                 try await browser.waitFor("the photo decoded") {
                     try await browser.execute("const i = document.getElementById('detail-photo'); return !i.hidden && i.complete && i.naturalWidth > 0") as? Bool == true
                 }
@@ -150,6 +161,7 @@ struct ResidentAppScreensTests {
             try await WebDriver.with { browser in
                 try await ResidentAppDefectTests().loginAsMaria(browser, base: "http://127.0.0.1:\(server.port)", waitingFor: visit)
                 try await browser.cdp("Browser.setPermission", ["permission": ["name": "notifications"], "setting": "denied"])
+                try await Self.homeSettled(browser)
                 try await browser.click(css: "#open-settings")
                 try await browser.waitFor("the A-101 settings") {
                     try await browser.execute("return !!document.querySelector(\"form.unit-settings input[value='leave_at_concierge']\")") as? Bool == true
@@ -282,6 +294,7 @@ struct ResidentAppScreensTests {
                 #expect((try await browser.visibleText(button) ?? "").hasPrefix("Ouvir recado"))
                 #expect(try await browser.execute("return performance.getEntriesByType('resource').some((e) => e.name.includes('/voice_message'))") as? Bool == false,
                         "the recado was downloaded before the tap")
+                try await Self.homeSettled(browser)
                 try await browser.click(css: button)
                 try await browser.waitFor("the player with the recording loaded") {
                     try await browser.execute("""
