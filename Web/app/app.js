@@ -626,6 +626,9 @@ async function startLive() {
       if (Number.isSafeInteger(frame.seq) && frame.seq >= 0) lastSeq = frame.seq;
       // A replay after a reconnect is a burst of events: one reload for all of them.
       if (frame.type && (frame.type.startsWith("visit.") || frame.type === "resync_required")) loadSoon();
+      // The open detail follows its visit (someone decided, the visitor left).
+      if (detailVisitID && !$("view-detail").hidden && frame.type && frame.type.startsWith("visit.")
+          && frame.data && frame.data.visit_id === detailVisitID) openDetail(detailVisitID, null, { refresh: true });
     } catch { /* not JSON: ignore */ }
   };
   ws.onclose = () => { if (socket === ws) liveFailed(); };
@@ -774,6 +777,7 @@ function showView(id, from) {
 }
 
 function backHome() {
+  detailVisitID = "";
   showView("view-home");
   // The list may have redrawn the visit meanwhile: its new Detalhes button, then.
   const again = returnFocus && returnFocus.dataset.visit
@@ -834,7 +838,13 @@ function attemptText(attempt) {
 
 let voiceURL = "";
 
-async function openDetail(id, from) {
+/** The visit the detail shows while it is open (a realtime event about it redraws it). */
+let detailVisitID = "";
+
+/** The detail of visit `id`; `refresh` redraws it in place (no focus move, no blank). */
+async function openDetail(id, from, { refresh = false } = {}) {
+  detailVisitID = id;
+  if (refresh) return fillDetail(id);
   showView("view-detail", from);
   showError("detail-error", "");
   for (const id of ["detail-what", "detail-outcome", "detail-location"]) $(id).textContent = "";
@@ -846,6 +856,10 @@ async function openDetail(id, from) {
   $("detail-compass").setAttribute("hidden", "");
   $("detail-voice-box").hidden = true;
   $("detail-title").focus();
+  return fillDetail(id);
+}
+
+async function fillDetail(id) {
   let visit;
   try {
     visit = await api("GET", `/v1/visits/${encodeURIComponent(id)}`);
@@ -854,6 +868,8 @@ async function openDetail(id, from) {
     $("detail-title").textContent = "Visita";
     return showError("detail-error", error.message);
   }
+  // Another visit was opened while this one loaded.
+  if (id !== detailVisitID) return;
   $("detail-title").textContent = visit.visitor_name;
   $("detail-what").textContent = `${visit.kind === "delivery" ? `Entrega${visit.carrier ? ` ${visit.carrier}` : ""}` : "Visita"} · ${visit.unit.label} · ${time(visit.created_at)}`;
   $("detail-outcome").textContent = visit.resolution
@@ -866,6 +882,8 @@ async function openDetail(id, from) {
     $("detail-arrow").setAttribute("transform", `rotate(${visit.geofence.bearing_deg})`);
     $("detail-compass").removeAttribute("hidden");
   }
+  $("detail-photo").hidden = true;
+  $("detail-no-photo").hidden = true;
   if (visit.photo) {
     try {
       if (!photoURLs.has(visit.id)) photoURLs.set(visit.id, URL.createObjectURL(await api("GET", `/v1/visits/${visit.id}/photo`, { raw: true })));
@@ -877,7 +895,8 @@ async function openDetail(id, from) {
   } else {
     $("detail-no-photo").hidden = false;
   }
-  if (visit.voice_message) {
+  // A refresh keeps a recado that is playing.
+  if (visit.voice_message && $("detail-voice-box").hidden) {
     try {
       if (voiceURL) URL.revokeObjectURL(voiceURL);
       voiceURL = URL.createObjectURL(await api("GET", `/v1/visits/${visit.id}/voice_message`, { raw: true }));

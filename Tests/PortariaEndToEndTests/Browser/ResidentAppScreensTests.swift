@@ -126,14 +126,16 @@ struct ResidentAppScreensTests {
                 let focused = try await browser.execute("return document.activeElement.closest('li.visit')?.dataset.id ?? ''") as? String
                 #expect(focused == visit)
 
-                // João denies; the detail's timeline shows the decision and the outcome line says who.
+                // João denies while Maria looks at the detail: it follows the visit by itself
+                // (the outcome line says who, the timeline has the decision).
+                try await browser.click(css: "li.visit[data-id='\(visit)'] button.details")
+                try await browser.waitForText("#detail-location", containing: "da portaria, a nordeste")
                 let joao = try await RealtimeTests.login(server, "joao")
                 let denied = try await server.request("POST", "/v1/visits/\(visit)/resolve", headers: [
                     ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
                     ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
                 ], body: Array(#"{"action":"deny"}"#.utf8))
                 #expect(denied.status == 200, "\(denied.text)")
-                try await browser.click(css: "li.visit[data-id='\(visit)'] button.details")
                 try await browser.waitForText("#detail-outcome", containing: "Negado por João Souza às ")
                 try await browser.waitForText("#detail-attempts", containing: "João decidiu")
             }
