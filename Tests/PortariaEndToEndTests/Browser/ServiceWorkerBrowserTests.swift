@@ -176,4 +176,23 @@ struct ServiceWorkerBrowserTests {
             }
         }
     }
+
+    @Test("A delivery someone else decided is replaced by the server's sentence, without its buttons")
+    func deliveryResolvedElsewhere() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let visit = try await ResidentAppBrowserTests().ring(server, name: "Entregador Rápido", kind: "delivery")
+            let base = "http://127.0.0.1:\(server.port)"
+            try await WebDriver.with { browser in
+                try await installAndClose(browser, base: base, waitingFor: visit)
+                try await push(browser, base: base, deliveryPayload(visit)) { ($0["actions"] as? [String])?.isEmpty == false }
+                try await push(browser, base: base, ["type": "delivery.resolved", "visit_id": visit, "push_id": UUID().uuidString.lowercased(),
+                                                     "unit_label": "A-101", "text": "João autorizou às 14:32", "action": "authorize",
+                                                     "resolved_at": "2030-01-01T17:32:00Z", "via": "app", "resolved_by_name": "João Souza"]) {
+                    $0["body"] as? String == "João autorizou às 14:32"
+                }
+                let list = try await notifications(browser).filter { $0["tag"] as? String == "visit-\(visit)" }
+                #expect(list.count == 1 && (list.first?["actions"] as? [String])?.isEmpty == true, "\(list)")
+            }
+        }
+    }
 }
