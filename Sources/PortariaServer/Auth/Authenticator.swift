@@ -75,9 +75,9 @@ public struct Authenticator: Sendable {
     /// has. A company the user is not in answers 404, as if it did not exist.
     public func caller(_ request: HTTPRequest, requiring permission: String? = nil) async throws -> Caller {
         let (user, sessionID) = try await authenticate(request)
-        let companyID: String
+        let requestedID: String
         if let requested = request.header("x-company-id") {
-            companyID = requested.trimmingCharacters(in: .whitespaces).lowercased()
+            requestedID = requested.trimmingCharacters(in: .whitespaces).lowercased()
         } else {
             let companies = try await accounts.companyIDs(userID: user.id)
             guard companies.count == 1 else {
@@ -86,9 +86,10 @@ public struct Authenticator: Sendable {
                                     : "user belongs to several companies: send X-Company-Id",
                                 details: ["field": .string("X-Company-Id")])
             }
-            companyID = companies[0]
+            requestedID = companies[0]
         }
-        guard companyID.utf8.count <= 64, let membership = try await accounts.membership(userID: user.id, companyID: companyID) else {
+        guard let companyID = CompanyID(rawValue: requestedID),
+              let membership = try await accounts.membership(userID: user.id, companyID: companyID.rawValue) else {
             throw HTTPError.notFound("company not found")
         }
         let caller = Caller(user: user, sessionID: sessionID, membership: membership,

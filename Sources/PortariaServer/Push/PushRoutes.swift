@@ -13,8 +13,8 @@ struct PushRoutes {
             // The receipt is about the user, not a company: no X-Company-Id needed (the app
             // acknowledges from a notification handler that may not know the context).
             let (user, _) = try await authenticator.authenticate(request)
-            let pushID = try request.parameter("push_id").lowercased()
-            guard pushID.utf8.count <= 64, let ack = try await receipts.acknowledge(pushID: pushID, userID: user.id) else {
+            guard let pushID = PushID(rawValue: try request.parameter("push_id").lowercased()),
+                  let ack = try await receipts.acknowledge(pushID: pushID.rawValue, userID: user.id) else {
                 throw HTTPError.notFound("push not found")
             }
             return .json(ack)

@@ -9,7 +9,7 @@ struct UnitSettingsService: Sendable {
     /// operators and admins may read. Everyone else: 404.
     func settings(unitID: String, caller: Caller) async throws -> UnitSettingsResponse {
         let mayRead = caller.unitIDs.contains(unitID) ? caller.has(Permission.unitsSettings) : caller.has(Permission.operatorConsole)
-        guard mayRead, unitID.utf8.count <= 64 else { throw HTTPError.notFound("unit not found") }
+        guard mayRead, UnitID(rawValue: unitID) != nil else { throw HTTPError.notFound("unit not found") }
         let companyID = caller.companyID
         let response = try await database.read { db in try Self.load(db, unitID: unitID, companyID: companyID) }
         guard let response else { throw HTTPError.notFound("unit not found") }

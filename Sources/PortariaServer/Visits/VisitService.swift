@@ -135,7 +135,7 @@ public struct VisitService: Sendable {
         try require(request.visitorName.count <= 80, field: "visitor_name", "visitor_name must be at most 80 characters")
         try require(!request.visitorName.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) },
                     field: "visitor_name", "visitor_name must not contain control characters")
-        try require(!request.unitID.isEmpty && request.unitID.utf8.count <= 64, field: "unit_id", "unit_id is not a unit of this gate")
+        try require(UnitID(rawValue: request.unitID) != nil, field: "unit_id", "unit_id is not a unit of this gate")
         if let carrier = request.carrier {
             let trimmed = carrier.trimmingCharacters(in: .whitespacesAndNewlines)
             try require(request.kind == .delivery, field: "carrier", "carrier is only for deliveries")
@@ -483,10 +483,8 @@ public struct VisitService: Sendable {
         caller.companyID == companyID && (caller.has(Permission.operatorConsole) || caller.unitIDs.contains(unitID))
     }
 
-    static func isUUIDish(_ id: String) -> Bool { !id.isEmpty && id.utf8.count <= 64 }
-
-    public func visit(id: String, caller: Caller) async throws -> Visit {
-        guard Self.isUUIDish(id) else { throw HTTPError.notFound("visit not found") }
+    public func visit(id visitID: VisitID, caller: Caller) async throws -> Visit {
+        let id = visitID.rawValue
         // The visit, its timeline and its resolution from one snapshot, so they agree.
         let visit = try await database.readSnapshot { db -> Visit? in
             guard let row = try VisitStore.load(db, id: id), Self.canSee(caller, companyID: row.companyID, unitID: row.unitID) else { return nil }
@@ -497,8 +495,8 @@ public struct VisitService: Sendable {
     }
 
     /// The bytes of a visit's photo or voice message, for those who may see the visit.
-    public func mediaFile(visitID: String, kind: MediaKind, caller: Caller) async throws -> (contentType: String, bytes: [UInt8]) {
-        guard Self.isUUIDish(visitID) else { throw HTTPError.notFound("visit not found") }
+    public func mediaFile(visitID id: VisitID, kind: MediaKind, caller: Caller) async throws -> (contentType: String, bytes: [UInt8]) {
+        let visitID = id.rawValue
         let row = try await database.read { db -> SQLRow? in
             try db.queryOne("""
                 SELECT m.content_type, m.path, v.company_id, v.unit_id FROM visit_media m JOIN visits v ON v.id = m.visit_id
@@ -522,7 +520,7 @@ public struct VisitService: Sendable {
         if let cursor {
             guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8),
                   let colon = text.firstIndex(of: ":"), let ms = Int64(text[..<colon]),
-                  case let id = String(text[text.index(after: colon)...]), Self.isUUIDish(id) else {
+                  case let id = String(text[text.index(after: colon)...]), VisitID(rawValue: id) != nil else {
                 throw HTTPError.invalidRequest("cursor is not a cursor this server issued", field: "cursor")
             }
             after = (ms, id)
@@ -565,10 +563,10 @@ public struct VisitService: Sendable {
     enum CallAction: String, Sendable { case answer, decline, resolve }
 
     /// Performs one of the three actions under the idempotency contract.
-    func perform(_ action: CallAction, visitID: String, caller: Caller, request: HTTPRequest,
+    func perform(_ action: CallAction, visitID id: VisitID, caller: Caller, request: HTTPRequest,
                  resolve: ResolveVisitRequest?, call: CallActionRequest?) async throws -> HTTPResponse {
         let key = try IdempotencyStore.key(from: request)
-        guard Self.isUUIDish(visitID) else { throw HTTPError.notFound("visit not found") }
+        let visitID = id.rawValue
         // Visibility first: another company's or another unit's visit is a 404 and
         // never touches the key store.
         let visible = try await database.read { db -> Bool in

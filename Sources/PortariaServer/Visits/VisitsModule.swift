@@ -100,12 +100,12 @@ public final class VisitsModule: Sendable {
         }
         router.get("/v1/visits/{id}") { request in
             let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
-            return .json(try await service.visit(id: try request.parameter("id"), caller: caller))
+            return .json(try await service.visit(id: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), caller: caller))
         }
         for kind in [MediaKind.photo, .voiceMessage] {
             router.get("/v1/visits/{id}/\(kind.rawValue)") { request in
                 let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
-                let file = try await service.mediaFile(visitID: try request.parameter("id"), kind: kind, caller: caller)
+                let file = try await service.mediaFile(visitID: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), kind: kind, caller: caller)
                 return HTTPResponse(status: 200, headers: [("Content-Type", file.contentType), ("Cache-Control", "private, no-store"),
                                                            ("X-Content-Type-Options", "nosniff")], body: file.bytes)
             }
@@ -115,7 +115,7 @@ public final class VisitsModule: Sendable {
             _ = try IdempotencyStore.key(from: request)
             let body = try request.decode(ResolveVisitRequest.self)
             try require(body.via != .auto, field: "via", "via auto is reserved for the server")
-            return try await service.perform(.resolve, visitID: try request.parameter("id"), caller: caller, request: request,
+            return try await service.perform(.resolve, visitID: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), caller: caller, request: request,
                                              resolve: body, call: nil)
         }
         for action in [VisitService.CallAction.answer, .decline] {
@@ -126,7 +126,7 @@ public final class VisitsModule: Sendable {
                 if let device = body.deviceID {
                     try require(!device.isEmpty && device.utf8.count <= 128, field: "device_id", "device_id must be 1 to 128 characters")
                 }
-                return try await service.perform(action, visitID: try request.parameter("id"), caller: caller, request: request,
+                return try await service.perform(action, visitID: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), caller: caller, request: request,
                                                  resolve: nil, call: body)
             }
         }
