@@ -24,7 +24,7 @@ public struct Directory: Sendable {
         let row = try await database.read { db in
             try db.queryOne("SELECT id FROM companies WHERE id = ? OR name = ? ORDER BY id LIMIT 1", .text(reference.lowercased()), .text(reference))
         }
-        guard let id = row?.string("id") else { throw DirectoryError("no company '\(reference)'") }
+        guard let id = try row?.string("id") else { throw DirectoryError("no company '\(reference)'") }
         return id
     }
 
@@ -32,7 +32,7 @@ public struct Directory: Sendable {
         let row = try await database.read { db in
             try db.queryOne("SELECT id FROM users WHERE id = ? OR username = ? LIMIT 1", .text(reference.lowercased()), .text(reference.lowercased()))
         }
-        guard let id = row?.string("id") else { throw DirectoryError("no user '\(reference)'") }
+        guard let id = try row?.string("id") else { throw DirectoryError("no user '\(reference)'") }
         return id
     }
 
@@ -41,7 +41,7 @@ public struct Directory: Sendable {
             try db.queryOne("SELECT id FROM units WHERE company_id = ? AND (id = ? OR label = ?) LIMIT 1",
                             .text(company), .text(reference.lowercased()), .text(reference))
         }
-        guard let id = row?.string("id") else { throw DirectoryError("no unit '\(reference)' in that company") }
+        guard let id = try row?.string("id") else { throw DirectoryError("no unit '\(reference)' in that company") }
         return id
     }
 
@@ -50,7 +50,7 @@ public struct Directory: Sendable {
             try db.queryOne("SELECT id FROM sectors WHERE company_id = ? AND (id = ? OR name = ?) LIMIT 1",
                             .text(company), .text(reference.lowercased()), .text(reference))
         }
-        guard let id = row?.string("id") else { throw DirectoryError("no sector '\(reference)' in that company") }
+        guard let id = try row?.string("id") else { throw DirectoryError("no sector '\(reference)' in that company") }
         return id
     }
 

@@ -46,11 +46,11 @@ public struct Authenticator: Sendable {
                 FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ?
                 """, .text(claims.sid), .text(claims.sub))
         }
-        guard let row, row.int("revoked_at") == nil, (row.date("expires_at") ?? .distantPast) > at,
-              row.bool("disabled") != true else {
+        guard let row, try row.int("revoked_at") == nil, (try row.date("expires_at") ?? .distantPast) > at,
+              try row.bool("disabled") != true else {
             throw HTTPError.unauthorized("session ended")
         }
-        return (UserRecord(row), claims.sid)
+        return (try UserRecord(row), claims.sid)
     }
 
     /// Whether the bearer is a visitor token (the gate page) rather than a JWT: visitor

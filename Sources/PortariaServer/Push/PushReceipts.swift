@@ -22,15 +22,15 @@ public struct PushReceipts: Sendable {
         return try await database.write { db in
             guard let job = try db.queryOne("SELECT device_id, acked_at, visit_id, kind FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
                                             .text(pushID), .text(userID)) else { return nil }
-            if let acked = job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
+            if let acked = try job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
             try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
-            if let visitID = job.string("visit_id") {
+            if let visitID = try job.string("visit_id") {
                 // Receipts, not provider 200s, measure delivery: they join the timeline.
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushReceipt, user: PersonRef(id: userID, name: ""),
-                                             deviceID: job.string("device_id"), channel: "push",
-                                             detail: "receipt for \(job.string("kind") ?? "push") \(pushID)", at: at)
+                                             deviceID: try job.string("device_id"), channel: "push",
+                                             detail: "receipt for \(try job.string("kind") ?? "push") \(pushID)", at: at)
             }
-            if let device = job.string("device_id") {
+            if let device = try job.string("device_id") {
                 try db.execute("""
                     UPDATE devices SET last_ack_at = ?, consecutive_failures = 0
                     WHERE id = ? AND (last_ack_at IS NULL OR last_ack_at < ?)
@@ -59,12 +59,12 @@ public struct PushReceipts: Sendable {
                 GROUP BY j.device_id
                 """, .date(graceLimit), .text(companyID))
             var unacked: [String: Int] = [:]
-            for row in counts { if let id = row.string("device_id") { unacked[id] = Int(row.int("n") ?? 0) } }
+            for row in counts { if let id = try row.string("device_id") { unacked[id] = Int(try row.int("n") ?? 0) } }
             return (devices, unacked)
         }
         var entries: [PushHealthDevice] = []
         for row in devices {
-            let device = DeviceRecord(row)
+            let device = try DeviceRecord(row)
             let unackedCount = unacked[device.id] ?? 0
             let flags = Self.riskFlags(device, now: at)
             let tokenDead: Bool
@@ -76,7 +76,7 @@ public struct PushReceipts: Sendable {
             let status = tokenDead || failures > 0 ? "failing" : (device.lastAckAt != nil ? "healthy" : "unverified")
             entries.append(PushHealthDevice(
                 deviceID: device.id,
-                user: .init(id: device.userID, name: row.string("user_name") ?? "", username: row.string("user_username") ?? ""),
+                user: .init(id: device.userID, name: try row.string("user_name") ?? "", username: try row.string("user_username") ?? ""),
                 platform: device.platform, deviceName: device.deviceName, manufacturer: device.capabilities.manufacturer,
                 osVersion: device.capabilities.osVersion, appVersion: device.appVersion, status: status,
                 consecutiveFailures: failures, unackedPushes: unackedCount, lastProviderError: device.lastError,

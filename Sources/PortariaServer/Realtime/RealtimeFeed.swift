@@ -428,7 +428,7 @@ private final class FeedState {
                 try db.query("""
                     SELECT s.id FROM sessions s JOIN users u ON u.id = s.user_id
                     WHERE s.id IN (\(placeholders)) AND s.revoked_at IS NULL AND s.expires_at > ? AND u.disabled = 0
-                    """, chunk.map(SQLValue.text) + [.date(now)]).compactMap { $0.string("id") }
+                    """, chunk.map(SQLValue.text) + [.date(now)]).compactMap { try $0.string("id") }
             }
             ended.formUnion(Set(chunk).subtracting(live))
         }

@@ -170,11 +170,11 @@ struct IdempotencyStore: Sendable {
             """ + db.dialect.forUpdate, .text(userID), .text(key)) else {
             throw StorageError.conflict("idempotency key vanished while being read")
         }
-        guard row.string("request_hash") == requestHash else { throw mismatch() }
-        if let status = row.int("status") {
-            return .replay(status: Int(status), body: row.string("body") ?? "")
+        guard try row.string("request_hash") == requestHash else { throw mismatch() }
+        if let status = try row.int("status") {
+            return .replay(status: Int(status), body: try row.string("body") ?? "")
         }
-        if let until = row.date("locked_until"), until > now { throw inProgress() }
+        if let until = try row.date("locked_until"), until > now { throw inProgress() }
         // The holder died (crash, timeout) without finishing: take the key over.
         try db.execute("UPDATE idempotency_keys SET owner = ?, locked_until = ? WHERE user_id = ? AND idempotency_key = ?",
                        .text(owner), .date(now.addingTimeInterval(lease)), .text(userID), .text(key))

@@ -80,9 +80,9 @@ public struct VisitService: Sendable {
         }
         guard let row else { throw HTTPError.notFound("gate not found") }
         var point: GeoPoint?
-        if let lat = row.double("gate_lat"), let lon = row.double("gate_lon") { point = GeoPoint(lat: lat, lon: lon) }
-        return Gate(id: row.string("id") ?? "", companyID: row.string("company_id") ?? "", companyName: row.string("name") ?? "",
-                    gate: point, radius: row.double("gate_radius_m") ?? 50)
+        if let lat = try row.double("gate_lat"), let lon = try row.double("gate_lon") { point = GeoPoint(lat: lat, lon: lon) }
+        return Gate(id: try row.string("id") ?? "", companyID: try row.string("company_id") ?? "", companyName: try row.string("name") ?? "",
+                    gate: point, radius: try row.double("gate_radius_m") ?? 50)
     }
 
     /// A gate as one client address may see it. Unknown tokens count per address, not
@@ -123,7 +123,7 @@ public struct VisitService: Sendable {
     func gateInfo(_ gate: Gate) async throws -> GateInfo {
         let units = try await database.read { db in
             try db.query("SELECT id, label FROM units WHERE company_id = ? ORDER BY label", .text(gate.companyID))
-                .map { UnitSummary(id: $0.string("id") ?? "", label: $0.string("label") ?? "") }
+                .map { UnitSummary(id: try $0.string("id") ?? "", label: try $0.string("label") ?? "") }
         }
         return GateInfo(company: .init(name: gate.companyName), units: units)
     }
@@ -208,9 +208,9 @@ public struct VisitService: Sendable {
                 """, .text(request.unitID), .text(gate.companyID)) else {
                 return .unknownUnit
             }
-            let rule = unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
-            let mode = unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
-            let window = Int(unit.int("ring_window_seconds") ?? 60)
+            let rule = try unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
+            let mode = try unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
+            let window = Int(try unit.int("ring_window_seconds") ?? 60)
             try db.execute("""
                 INSERT INTO visits (id, company_id, unit_id, gate_id, kind, visitor_name, carrier, status,
                     location_lat, location_lon, location_accuracy_m, geofence_status, geofence_distance_m,
@@ -239,7 +239,7 @@ public struct VisitService: Sendable {
             } else {
                 let targets = try VisitStore.ringTargets(db, unitID: row.unitID)
                 events += try RingEngine.start(db, row: row, targets: targets,
-                                               stepSeconds: Int(unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
+                                               stepSeconds: Int(try unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
             }
             guard let after = try VisitStore.load(db, id: id) else { throw StorageError.failed("visit vanished") }
             return .created(try VisitStore.dto(db, after), events)
@@ -277,11 +277,11 @@ public struct VisitService: Sendable {
         let row = try await database.read { db in
             try db.queryOne("SELECT company_id, status, answered_at FROM visits WHERE id = ?", .text(id))
         }
-        guard let row, let companyID = row.string("company_id"),
-              let status = row.string("status").flatMap(VisitStatus.init(rawValue:)) else {
+        guard let row, let companyID = try row.string("company_id"),
+              let status = try row.string("status").flatMap(VisitStatus.init(rawValue:)) else {
             throw HTTPError.unauthorized("invalid or expired visitor token")
         }
-        return VisitorAccess(visitID: id, companyID: companyID, status: status, answeredAt: row.date("answered_at"))
+        return VisitorAccess(visitID: id, companyID: companyID, status: status, answeredAt: try row.date("answered_at"))
     }
 
     /// A visitor token that may still follow its visit live (tickets, sockets): the visit
@@ -327,8 +327,8 @@ public struct VisitService: Sendable {
             try db.queryOne("SELECT id, created_at FROM visits WHERE visitor_token_hash = ?", .text(hash))
         }
         // The token serves the gate page for the visit's own lifetime (24 h), no longer.
-        guard let row, let id = row.string("id"),
-              let created = row.date("created_at"), now < created.addingTimeInterval(configuration.visitLifetime) else {
+        guard let row, let id = try row.string("id"),
+              let created = try row.date("created_at"), now < created.addingTimeInterval(configuration.visitLifetime) else {
             throw HTTPError.unauthorized("invalid or expired visitor token")
         }
         return id
@@ -503,11 +503,11 @@ public struct VisitService: Sendable {
                 WHERE m.visit_id = ? AND m.kind = ?
                 """, .text(visitID), .text(kind.rawValue))
         }
-        guard let row, Self.canSee(caller, companyID: row.string("company_id") ?? "", unitID: row.string("unit_id") ?? ""),
-              let path = row.string("path"), let bytes = media.read(path) else {
+        guard let row, Self.canSee(caller, companyID: try row.string("company_id") ?? "", unitID: try row.string("unit_id") ?? ""),
+              let path = try row.string("path"), let bytes = media.read(path) else {
             throw HTTPError.notFound("\(kind.rawValue) not found")
         }
-        return (row.string("content_type") ?? "application/octet-stream", bytes)
+        return (try row.string("content_type") ?? "application/octet-stream", bytes)
     }
 
     public enum ListFilter: String, Sendable {
@@ -571,7 +571,7 @@ public struct VisitService: Sendable {
         // never touches the key store.
         let visible = try await database.read { db -> Bool in
             guard let row = try db.queryOne("SELECT company_id, unit_id FROM visits WHERE id = ?", .text(visitID)) else { return false }
-            return Self.canSee(caller, companyID: row.string("company_id") ?? "", unitID: row.string("unit_id") ?? "")
+            return Self.canSee(caller, companyID: try row.string("company_id") ?? "", unitID: try row.string("unit_id") ?? "")
         }
         guard visible else { throw HTTPError.notFound("visit not found") }
 
