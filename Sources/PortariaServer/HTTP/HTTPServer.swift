@@ -364,7 +364,7 @@ public final class HTTPServer: Sendable {
             request.route = route
             do {
                 return (try await handler(request), route)
-            } catch let error as HTTPError {
+            } catch let error as any RenderableError {
                 return (error.response, route)
             } catch {
                 log.error("handler failed", ["route": .string(route), "request_id": .string(request.requestID),
