@@ -43,7 +43,10 @@ public struct AccountStore: Sendable {
 
     public init(database: any SQLDatabase) { self.database = database }
 
-    static let userColumns = "id, username, name, phone, password_hash, master, driver, disabled"
+    static let userColumnNames = ["id", "username", "name", "phone", "password_hash", "master", "driver", "disabled"]
+    static let userColumns = userColumnNames.joined(separator: ", ")
+    /// The same columns of a joined `users` table named `alias`.
+    static func userColumns(of alias: String) -> String { userColumnNames.map { alias + "." + $0 }.joined(separator: ", ") }
 
     public func user(username: String) async throws -> UserRecord? {
         try await database.read { db in
