@@ -275,6 +275,20 @@ public enum StorageError: Error, Sendable, CustomStringConvertible, Equatable {
     }
 }
 
+/// `begin`, then `body`, then COMMIT; ROLLBACK (best effort) when `body` or the commit
+/// throws. The write transaction of both backends; `execute` runs one statement.
+func inTransaction<T>(begin: String, execute: (String) throws -> Void, _ body: () throws -> T) throws -> T {
+    try execute(begin)
+    do {
+        let value = try body()
+        try execute("COMMIT")
+        return value
+    } catch {
+        try? execute("ROLLBACK")
+        throw error
+    }
+}
+
 /// Opens the database a `--database` URL names.
 public enum DatabaseFactory {
     public static func open(url: String) async throws -> any SQLDatabase {
