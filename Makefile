@@ -5,7 +5,7 @@
 #   make test-repeat N=10   the whole suite N times from a fresh clone
 # Also: make build, make bench, make conformance, make soak, make sanitize, make clean,
 #   make bootstrap, make fuzz (each libFuzzer target FUZZ_SECONDS, default 300), make
-#   fuzz-short (30 s each).
+#   fuzz-short (30 s each), make screenshots (docs/screenshots, the README tour).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -27,7 +27,7 @@ FUZZ_SECONDS ?= 300
 # empty to skip (`SANITIZE= make test`, `SANITIZE= make test-repeat`).
 SANITIZE ?= address
 
-.PHONY: run test test-repeat sanitize build bench conformance soak clean bootstrap fuzz fuzz-short
+.PHONY: run test test-repeat sanitize build bench conformance soak clean bootstrap fuzz fuzz-short screenshots
 
 bootstrap:
 	@scripts/bootstrap
@@ -71,6 +71,13 @@ test-repeat:
 # scratch path (.build-asan, .build-tsan); one of them: scripts/sanitize address|thread.
 sanitize: bootstrap
 	@scripts/sanitize all
+
+# PNGs of the main screens at a phone's size (412×915, the browser tests' window) into
+# docs/screenshots/, taken by the Chromium tests as they walk through them (the README's tour).
+screenshots: bootstrap
+	$(SWIFT) build --build-tests
+	PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria" PORTARIA_SCREENSHOT_DIR="$(CURDIR)/docs/screenshots" \
+	  $(SWIFT) test --skip-build --filter 'GateBrowserTests|ResidentAppBrowserTests|VideoCallBrowserTests|AccessibilityBrowserTests'
 
 # libFuzzer targets (fuzz/targets), one after another; non-zero exit on any crash.
 fuzz:

@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "portaria", targets: ["portaria"]),
         .library(name: "PortariaCore", targets: ["PortariaCore"]),
         .library(name: "PortariaClient", targets: ["PortariaClient"]),
+        .library(name: "PortariaClientApple", targets: ["PortariaClientApple"]),
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages; module map + shim.h each)
@@ -33,7 +34,14 @@ let package = Package(
         .target(name: "PortariaServer",
                 dependencies: ["PortariaCore", "PortariaWebSocket", "CMicroHTTPD",
                                "CSQLite", "CLibPQ", "COpenSSL", "CArgon2", "CCurl"]),
-        .target(name: "PortariaClient", dependencies: ["PortariaCore", "PortariaWebSocket"]),
+        // The wslay transport is Linux-only (Apple platforms use URLSessionWebSocketTask), and
+        // wslay/OpenSSL are not system libraries on iOS: depend on it only where it is used.
+        .target(name: "PortariaClient",
+                dependencies: ["PortariaCore", .target(name: "PortariaWebSocket", condition: .when(platforms: [.linux]))]),
+        // CallKit, PushKit, UserNotifications, Keychain, LocalAuthentication, URLSession
+        // WebSocket and AVAudioSession adapters for the iOS app. Every file is wrapped in
+        // `#if canImport(…)`, so on Linux this target compiles to nothing.
+        .target(name: "PortariaClientApple", dependencies: ["PortariaClient", "PortariaCore"]),
         .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient", "PortariaWebSocket"]),
         // `make bench`: load generators that print figures (WebSocket fan-out, ...).
         .executableTarget(name: "portaria-bench", dependencies: ["PortariaCore", "PortariaWebSocket", "PortariaServer"]),

@@ -51,9 +51,9 @@ struct ViewStateTests {
         #expect(screen.badgeText == "⚠ A 340m da portaria")
         #expect(screen.badgeColor == .amber)
         #expect(screen.badgeAccessibilityLabel == "Atenção: A 340 metros da portaria")
-        #expect(screen.actions.map(\.title) == ["Autorizar", "Negar", "Mudo", "Encerrar"])
+        #expect(screen.actions.map(\.title) == ["Atender", "Autorizar", "Negar", "Mudo", "Encerrar"])
         #expect(screen.actions.filter(\.isPrimary).map(\.title) == ["Autorizar"])
-        #expect(screen.actions[0].accessibilityLabel == "Autorizar Pedro, A-101 · Visita")
+        #expect(screen.actions[1].accessibilityLabel == "Autorizar Pedro, A-101 · Visita")
     }
 
     @Test("Login: errors in pt-BR, never a status")

@@ -273,6 +273,13 @@ final class ProxySocket: @unchecked Sendable {
             defer { buffer.removeAll() }
             return buffer
         }
+        return receive()
+    }
+
+    /// Reads from the socket itself. `fill` must not go through `readSome`, which hands
+    /// back what is already buffered: a request head split over two segments would then
+    /// be "filled" with its own first half forever, and the connection would hang.
+    private func receive() -> [UInt8]? {
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
             let count = chunk.withUnsafeMutableBytes { recv(number, $0.baseAddress, $0.count, 0) }
@@ -282,7 +289,7 @@ final class ProxySocket: @unchecked Sendable {
     }
 
     private func fill() -> Bool {
-        guard let bytes = readSome() else { return false }
+        guard let bytes = receive() else { return false }
         buffer += bytes
         return true
     }

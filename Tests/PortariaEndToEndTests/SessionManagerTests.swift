@@ -46,6 +46,34 @@ struct SessionManagerTests {
         }
     }
 
+    @Test("SMS code on the client: send, a wrong code is INVALID_OTP, the logged code logs maria in; booleans stay booleans")
+    func smsCode() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let (session, secure, preferences) = self.session(server)
+            let phone = "+5511999990001"
+            try await session.requestCode(phone: phone)
+            let code = try await SecuritySuites.OTPAbuseTests.loggedCode(server, phone: phone)
+            do {
+                _ = try await session.verifyCode(phone: phone, code: code == "000000" ? "111111" : "000000")
+                Issue.record("a wrong code was accepted")
+            } catch APIClientError.server(let status, let error) {
+                #expect(status == 401)
+                #expect(error.code == .invalidOTP)
+            }
+            let result = try await session.verifyCode(phone: phone, code: code)
+            guard case .needsCompanySelection(let companies) = result else {
+                Issue.record("maria has two companies, got \(result)")
+                return
+            }
+            #expect(Set(companies.map(\.name)) == ["Residencial Demo", "Condomínio Azul"])
+            #expect(try secure.string(for: SessionKeys.jwtToken) != nil)
+            #expect(preferences.all[SessionKeys.master] == .bool(false))
+            #expect(preferences.all[SessionKeys.driver] == .bool(false))
+            _ = try await session.selectCompany(id: try #require(companies.first { $0.name == "Residencial Demo" }).id)
+            #expect(try await session.me().user.username == "maria")
+        }
+    }
+
     @Test("a single-company user is ready at once; a wrong password is the server's 401")
     func singleCompanyAndWrongPassword() async throws {
         try await TestServer.with(["--demo"]) { server in

@@ -219,6 +219,13 @@ package final class WebDriver: @unchecked Sendable {
         try await command("POST", "/execute/sync", ["script": script, "args": arguments])
     }
 
+    /// Runs an asynchronous script in the page: the script calls its last argument
+    /// (`arguments[arguments.length - 1]`) with the value to return.
+    @discardableResult
+    package func executeAsync(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
+        try await command("POST", "/execute/async", ["script": script, "args": arguments])
+    }
+
     /// A Chrome DevTools Protocol command through chromedriver's vendor endpoint.
     @discardableResult
     package func cdp(_ name: String, _ parameters: [String: Any] = [:]) async throws -> Any? {

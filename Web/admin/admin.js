@@ -1,6 +1,8 @@
 // Painel de saúde das notificações (GET /v1/admin/push_health).
 // The session token lives in memory only: reloading the page asks for the password again.
 
+import { request } from "../shared/api.js";
+
 const STATUS = { failing: "Falhando", unverified: "Não verificado", healthy: "Saudável" };
 const RISKS = {
   notifications_disabled: "Notificações desativadas",
@@ -25,18 +27,12 @@ function showError(element, message) {
   element.hidden = !message;
 }
 
-async function api(path, options = {}) {
-  const headers = { ...(options.headers || {}) };
-  if (state.token) headers.Authorization = `Bearer ${state.token}`;
-  if (options.body) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, { ...options, headers });
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    const error = new Error(body?.error?.message || `HTTP ${response.status}`);
-    error.status = response.status;
-    throw error;
-  }
-  return body;
+/** The admin's wording: the server's own message is shown only for the admin (an operator). */
+function api(path, { method = "GET", body, companyID } = {}) {
+  return request(method, path, {
+    body, token: state.token, companyID,
+    describe: (status, error) => (status === 401 ? "Usuário ou senha incorretos." : error.message || `HTTP ${status}`),
+  });
 }
 
 async function login(event) {
@@ -45,7 +41,7 @@ async function login(event) {
   try {
     const body = await api("/v1/auth/login", {
       method: "POST",
-      body: JSON.stringify({ username: $("username").value, password: $("password").value }),
+      body: { username: $("username").value, password: $("password").value },
     });
     state.token = body.jwt_token;
     $("password").value = "";
@@ -53,7 +49,7 @@ async function login(event) {
     const allowed = [];
     for (const company of body.companies) {
       try {
-        await api("/v1/admin/push_health", { headers: { "X-Company-Id": company.id } });
+        await api("/v1/admin/push_health", { companyID: company.id });
         allowed.push(company);
       } catch (error) {
         if (error.status !== 403) throw error;
@@ -137,7 +133,7 @@ function render(report) {
 async function load() {
   showError($("panel-error"), "");
   try {
-    render(await api("/v1/admin/push_health", { headers: { "X-Company-Id": $("company").value } }));
+    render(await api("/v1/admin/push_health", { companyID: $("company").value }));
   } catch (error) {
     showError($("panel-error"), `Não foi possível carregar: ${error.message}`);
   }

@@ -1,19 +1,27 @@
-// Resident web client (minimal): log in, see pendências and history, resolve a visit
-// with one tap. Each tap makes one Idempotency-Key and retries with that same key on a
-// network failure, so a resolve is never lost and never applied twice; a 409
-// VISIT_ALREADY_RESOLVED becomes "Maria já autorizou às 14:32", never a technical error.
+// Resident web client: log in, see pendências and history, resolve a visit with one tap.
+// A tap goes into the durable action queue (`Web/shared/actions.js`, IndexedDB, shared
+// with the service worker): one Idempotency-Key made at tap time and stored before the
+// first send, retried with that same key until the server gives a final answer, so a
+// resolve is never lost and never applied twice. An expired access token is refreshed
+// and the action sent (never a logout that drops it). Times are the condominium's
+// (GET /v1/me `company.time_zone`), and what a resident reads comes from the server in
+// pt-BR or from `Web/shared/text.js`, never raw.
 
-import { VideoCall } from "../gate/assets/call.js";
+import { VideoCall } from "../shared/call.js";
+import { ApiError, request, withRetries } from "../shared/api.js";
+import { authorized, clearSession, loadSession, saveSession, SESSION_ENDED } from "../shared/session.js";
+import { CHANNEL, drain, enqueue, pendingActions, recentActions } from "../shared/actions.js";
+import * as text from "../shared/text.js";
 
 const $ = (id) => document.getElementById(id);
-const SESSION_KEY = "portaria.app.session";
 const DEVICE_KEY = "portaria.app.device";
 
-let session = null; // {token, companyID, companyName, name}
+let session = null; // {token, refreshToken, companyID, companyName, userID, name, timeZone}
 let pendingLogin = null; // login answer waiting for a company choice
 let socket = null;
 let pollTimer = 0;
 let reconnectTimer = 0;
+let drainTimer = 0;
 const photoURLs = new Map();
 /** What the resident's own taps got, per visit, kept across list refreshes. */
 const notes = new Map();
@@ -34,54 +42,40 @@ const deviceID = (() => {
   return id;
 })();
 
-const ACTIONS = { authorize: "autorizou", deny: "negou", leave_at_concierge: "pediu para deixar na portaria" };
-const OUTCOMES = { authorize: "Autorizado", deny: "Negado", leave_at_concierge: "Deixar na portaria" };
 const STATUSES = { ringing: "Tocando", answered: "Atendida", unanswered: "Ninguém atendeu", cancelled: "Cancelada pelo visitante", expired: "Expirada" };
 
-class ApiError extends Error {
-  constructor(message, status = 0, body = {}) {
-    super(message);
-    this.status = status;
-    this.body = body;
-  }
-}
+const OUTCOMES = { authorize: "Autorizado", deny: "Negado", leave_at_concierge: "Deixar na portaria" };
 
 function time(iso) {
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "" : date.toLocaleTimeString("pt-BR", { hour: "2-digit", minute: "2-digit" });
+  return text.clock(iso, session && session.timeZone);
 }
 
-async function api(method, path, { body, headers = {}, raw = false } = {}) {
-  const allHeaders = { Accept: "application/json", ...headers };
-  if (body !== undefined) allHeaders["Content-Type"] = "application/json";
-  if (session) {
-    allHeaders.Authorization = `Bearer ${session.token}`;
-    allHeaders["X-Company-Id"] = session.companyID;
-  }
-  let response;
-  try {
-    response = await fetch(path, {
-      method, headers: allHeaders, body: body === undefined ? undefined : JSON.stringify(body),
-      cache: "no-store", credentials: "omit",
-    });
-  } catch {
-    throw new ApiError("Sem conexão com o servidor. Verifique a internet.", 0);
-  }
-  if (raw && response.ok) return response.blob();
-  const text = await response.text().catch(() => "");
-  let json = {};
-  try { json = text ? JSON.parse(text) : {}; } catch { json = {}; }
-  if (response.ok) return json;
-  const error = json.error || {};
+/** The resident's wording of an error answer (the queue has its own for resolves). */
+function describe(status) {
   const messages = {
     401: session ? "Sua sessão expirou. Entre de novo." : "Usuário ou senha incorretos.",
     403: "Você não tem permissão para isso.",
     404: "Visita não encontrada.",
     429: "Muitas tentativas; aguarde um minuto.",
   };
-  throw new ApiError(messages[response.status] || (response.status >= 500
+  return messages[status] || (status >= 500
     ? "O servidor está com problemas agora. Tente de novo em instantes."
-    : `Não deu certo (erro ${response.status}).`), response.status, error);
+    : `Não deu certo (erro ${status}).`);
+}
+
+/** A request as the resident (refreshing the session on 401), or anonymous before login. */
+async function api(method, path, { body, headers = {}, raw = false, idempotencyKey } = {}) {
+  const options = { body, headers, raw, idempotencyKey, describe };
+  return session ? authorized(method, path, options) : request(method, path, options);
+}
+
+/** The session is over for good (refresh refused): back to the login, taps kept for later. */
+function sessionEnded(error) {
+  if (error && error.code === SESSION_ENDED) {
+    logout(error.message, { keepQueue: true });
+    return true;
+  }
+  return false;
 }
 
 function showError(id, message) {
@@ -124,23 +118,50 @@ async function login(event) {
 async function chooseCompany() {
   const companies = pendingLogin.companies;
   const company = companies.length === 1 ? companies[0] : companies.find((c) => c.id === $("company").value);
-  session = { token: pendingLogin.jwt_token, companyID: company.id, companyName: company.name, name: "" };
+  const answer = pendingLogin;
   pendingLogin = null;
+  // The access token is short-lived; the refresh token renews it (page and worker share both).
+  const fresh = {
+    token: answer.jwt_token, refreshToken: answer.refresh_token, companyID: company.id, companyName: company.name,
+    userID: answer.user_id, name: "", timeZone: company.time_zone || text.DEFAULT_ZONE,
+  };
+  await saveSession(fresh);
+  session = fresh;
+  let me;
   try {
-    const me = await api("GET", "/v1/me");
-    session.name = me.user ? me.user.name : "";
-  } catch { /* the name is decoration */ }
-  try { sessionStorage.setItem(SESSION_KEY, JSON.stringify(session)); } catch { /* private mode */ }
+    me = await api("GET", "/v1/me");
+  } catch (error) {
+    // Without the profile the app cannot know whose visits it would show: no home.
+    return logout(error.status === 0 ? error.message : "Não foi possível entrar agora. Tente de novo em instantes.");
+  }
+  // An operator (or an administrator without a unit) would see the whole company's
+  // visits with a resident's buttons: this app is for residents; the operator's app is a
+  // later phase (spec fase 5: "perfil de operador fica oculto" until fase 7).
+  if (me.profile === "operator" || !(me.units || []).length) {
+    return logout("Este app é para moradores. Quem trabalha na portaria usa o app do operador, que ainda não está disponível na web.");
+  }
+  session.name = me.user ? me.user.name : "";
+  // The condominium's clock, whatever zone this browser is in.
+  if (me.company && me.company.time_zone) session.timeZone = me.company.time_zone;
+  await saveSession(session);
   enterHome();
 }
 
-function logout(message) {
+/**
+ * Leaves the home screen. The resident's own "Sair" ends the session on the server and
+ * forgets it; a session the server ended (`keepQueue`) keeps the taps still being sent,
+ * which go out when the same resident logs in again.
+ */
+async function logout(message, { keepQueue = false } = {}) {
   if (call) call.hangup();
   $("call").hidden = true;
   stopLive();
-  if (session) api("POST", "/v1/auth/logout", { body: {} }).catch(() => {});
+  const ending = session;
   session = null;
-  try { sessionStorage.removeItem(SESSION_KEY); } catch { /* ignore */ }
+  if (ending && !keepQueue) {
+    request("POST", "/v1/auth/logout", { body: { refresh_token: ending.refreshToken }, token: ending.token }).catch(() => {});
+  }
+  await clearSession().catch(() => {});
   $("view-home").hidden = true;
   $("view-login").hidden = false;
   $("who").hidden = true;
@@ -161,6 +182,8 @@ function enterHome() {
   $("who").hidden = !session.name;
   load();
   startLive();
+  sendQueued();
+  refreshSubscription();
 }
 
 async function load() {
@@ -178,7 +201,7 @@ async function load() {
     render("history", (history.visits || []).filter((visit) => !open.includes(visit)), seen);
     for (const item of document.querySelectorAll("li.visit")) if (!seen.has(item.dataset.id)) item.remove();
   } catch (error) {
-    if (error.status === 401) return logout(error.message);
+    if (sessionEnded(error)) return;
     showError("home-error", error.message);
   }
 }
@@ -248,18 +271,7 @@ function fillVisit(item, visit) {
   if (["ringing", "answered", "unanswered"].includes(visit.status)) {
     const row = document.createElement("div");
     row.className = "row";
-    const actions = [["authorize", visit.kind === "delivery" ? "Autorizar subida" : "Autorizar", "authorize"]];
-    if (visit.kind === "delivery") actions.push(["leave_at_concierge", "Deixar na portaria", "concierge"]);
-    actions.push(["deny", visit.kind === "delivery" ? "Recusar" : "Negar", "deny"]);
-    for (const [action, label, style] of actions) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = `button ${style}`;
-      button.dataset.action = action;
-      button.textContent = label;
-      button.addEventListener("click", () => resolve(item, visit, action));
-      row.append(button);
-    }
+    row.append(...decisionButtons(visit, (action) => resolve(item, visit, action)));
     item.append(row);
   }
   const message = document.createElement("p");
@@ -268,7 +280,9 @@ function fillVisit(item, visit) {
   const note = notes.get(visit.id);
   if (note) {
     message.textContent = note.text;
-    message.classList.toggle("ok", note.ok);
+    message.classList.toggle("ok", !!note.ok);
+    // A decision still in the queue: no second one on top of it.
+    if (note.state === "pending") item.querySelectorAll("button[data-action]").forEach((button) => { button.disabled = true; });
   }
   item.append(message);
 }
@@ -282,45 +296,63 @@ async function loadPhoto(id, image) {
   }
 }
 
-/** One tap: one key, retried on network failures with the same key (the server replays). */
+/** One tap: stored in the durable queue with its key, then sent (and retried) from there. */
 async function resolve(item, visit, action) {
-  const key = crypto.randomUUID();
-  const buttons = item.querySelectorAll("button");
   const message = item.querySelector(".message");
-  buttons.forEach((button) => { button.disabled = true; });
+  item.querySelectorAll("button").forEach((button) => { button.disabled = true; });
   item.dataset.busy = "1";
   message.classList.remove("ok");
-  message.textContent = "Enviando…";
-  const delays = [0, 1000, 2000, 4000, 8000];
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      const resolved = await api("POST", `/v1/visits/${visit.id}/resolve`, { body: { action }, headers: { "Idempotency-Key": key } });
-      delete item.dataset.busy;
-      notes.set(visit.id, { text: "Pronto: o visitante já está vendo a resposta.", ok: true });
-      fillVisit(item, resolved);
-      load();
-      return;
-    } catch (error) {
-      const code = error.body && error.body.code;
-      if (error.status === 409 && code === "VISIT_ALREADY_RESOLVED") {
-        const who = error.body.resolved_by ? error.body.resolved_by.name.split(" ")[0] : "Alguém";
-        notes.set(visit.id, { text: `${who} já ${ACTIONS[error.body.action] || "resolveu"} às ${time(error.body.resolved_at)}.`, ok: false });
-        delete item.dataset.busy;
-        load();
-        return;
-      }
-      const retriable = error.status === 0 || error.status === 409 || error.status >= 500;
-      if (retriable && attempt + 1 < delays.length) {
-        message.textContent = `Sem resposta ainda; tentando de novo (${attempt + 1})…`;
-        await new Promise((resolveDelay) => setTimeout(resolveDelay, delays[attempt + 1]));
-        continue;
-      }
-      if (error.status === 401) return logout(error.message);
-      message.textContent = `Não foi possível responder: ${error.message} Toque de novo.`;
-      buttons.forEach((button) => { button.disabled = false; });
-      delete item.dataset.busy;
-      return;
+  message.textContent = text.queued(action, "sending");
+  try {
+    await enqueue({ visitID: visit.id, action, kind: visit.kind, visitorName: visit.visitor_name, source: "page" });
+  } catch {
+    // No IndexedDB (a locked-down private window): say so rather than pretend.
+    message.textContent = "Este navegador não deixou guardar sua decisão. Toque de novo.";
+    item.querySelectorAll("button").forEach((button) => { button.disabled = false; });
+    delete item.dataset.busy;
+    return;
+  }
+  sendQueued();
+}
+
+/** Sends what the queue holds now and schedules the next try of anything still waiting. */
+async function sendQueued() {
+  clearTimeout(drainTimer);
+  drainTimer = 0;
+  let result;
+  try {
+    result = await drain();
+  } catch {
+    drainTimer = setTimeout(sendQueued, 5000);
+    return;
+  }
+  if (result.nextAt) drainTimer = setTimeout(sendQueued, Math.max(0, result.nextAt - Date.now()));
+  const waiting = (await pendingActions().catch(() => [])).some((record) => record.text === text.queued(record.action, "needs_login"));
+  if (waiting && session) {
+    const current = await loadSession().catch(() => null);
+    if (!current || current.expired) logout("Sua sessão expirou. Entre de novo: sua decisão será enviada em seguida.", { keepQueue: true });
+  }
+}
+
+/** A queue record changed (here or in the service worker): show it on its visit. */
+function showAction(record) {
+  if (!session || record.userID !== session.userID) return;
+  notes.set(record.visitID, { text: record.text, ok: record.ok, state: record.state });
+  if ($("call").dataset.visit === record.visitID && !$("call").hidden) $("call-status").textContent = record.text;
+  const item = document.querySelector(`li.visit[data-id="${CSS.escape(record.visitID)}"]`);
+  if (!item) return;
+  const message = item.querySelector(".message");
+  if (message) {
+    message.textContent = record.text;
+    message.classList.toggle("ok", !!record.ok);
+  }
+  if (record.state !== "pending") {
+    delete item.dataset.busy;
+    if (record.visit) {
+      fillVisit(item, record.visit);
+      item.dataset.signature = "";
     }
+    load();
   }
 }
 
@@ -336,25 +368,54 @@ async function answer(item, visit) {
   const button = item.querySelector("button[data-action=answer]");
   if (button) button.disabled = true;
   openCall(visit);
-  const key = crypto.randomUUID();
-  const delays = [0, 1000, 2000, 4000];
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      await api("POST", `/v1/visits/${visit.id}/answer`, { body: { device_id: deviceID }, headers: { "Idempotency-Key": key } });
-      load();
-      return;
-    } catch (error) {
-      if ((error.status === 0 || error.status >= 500) && attempt + 1 < delays.length) {
-        await new Promise((resolveDelay) => setTimeout(resolveDelay, delays[attempt + 1]));
-        continue;
-      }
-      if (call && call.visitID === visit.id) call.close(error.status === 409 ? "Esta chamada já foi atendida ou encerrada." : `Não foi possível atender: ${error.message}`);
-      if (error.status === 401) return logout(error.message);
-      if (button) button.disabled = false;
-      load();
-      return;
+  try {
+    // One key for every attempt: a retried answer is replayed, never a second claim.
+    await withRetries((key) => api("POST", `/v1/visits/${visit.id}/answer`, { body: { device_id: deviceID }, idempotencyKey: key }),
+      { attempts: 4 });
+    load();
+  } catch (error) {
+    if (call && call.visitID === visit.id) {
+      call.close(error.status === 409 ? (error.body && error.body.message) || "Esta chamada já foi atendida ou encerrada."
+        : `Não foi possível atender: ${error.message}`);
     }
+    if (sessionEnded(error)) return;
+    if (button) button.disabled = false;
+    load();
   }
+}
+
+/** The decision buttons of a visit: Autorizar (subida), Deixar na portaria for a courier, Negar / Recusar. */
+function decisionButtons(visit, onTap) {
+  const delivery = visit.kind === "delivery";
+  const actions = [["authorize", delivery ? "Autorizar subida" : "Autorizar", "authorize"]];
+  if (delivery) actions.push(["leave_at_concierge", "Deixar na portaria", "concierge"]);
+  actions.push(["deny", delivery ? "Recusar" : "Negar", "deny"]);
+  return actions.map(([action, label, style]) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = `button ${style}`;
+    button.dataset.action = action;
+    button.textContent = label;
+    button.addEventListener("click", () => onTap(action));
+    return button;
+  });
+}
+
+/** The same decisions inside the call, through the same queue as the list. */
+function fillCallActions(visit) {
+  const row = $("call-actions");
+  row.hidden = false;
+  row.replaceChildren(...decisionButtons(visit, async (action) => {
+    row.querySelectorAll("button").forEach((other) => { other.disabled = true; });
+    const item = document.querySelector(`li.visit[data-id="${CSS.escape(visit.id)}"]`);
+    if (item) {
+      await resolve(item, visit, action);
+    } else {
+      await enqueue({ visitID: visit.id, action, kind: visit.kind, visitorName: visit.visitor_name, source: "page" });
+      sendQueued();
+    }
+    $("call-status").textContent = text.queued(action, "sending");
+  }));
 }
 
 function openCall(visit) {
@@ -365,6 +426,7 @@ function openCall(visit) {
   $("call-who").textContent = `${visit.visitor_name} · ${visit.unit ? visit.unit.label : ""}`;
   $("call-videos").hidden = false;
   $("call-hangup").hidden = false;
+  fillCallActions(visit);
   $("call-close").hidden = true;
   $("call-unmute").hidden = true;
   call = new VideoCall({
@@ -383,6 +445,7 @@ function openCall(visit) {
       $("call-status").textContent = text;
       if (state === "ended") {
         call = null;
+        $("call-actions").hidden = true;
         $("call-videos").hidden = true;
         $("call-hangup").hidden = true;
         $("call-unmute").hidden = true;
@@ -404,7 +467,7 @@ async function startLive() {
   try {
     ({ ticket } = await api("POST", "/v1/realtime/tickets", { body: {} }));
   } catch (error) {
-    if (error.status === 401) return logout(error.message);
+    if (sessionEnded(error)) return;
     return liveFailed();
   }
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
@@ -451,11 +514,101 @@ function stopLive() {
   }
 }
 
+// MARK: notifications (Web Push, decision 0025)
+
+/** The app's service worker (rings with the tab closed); null where the browser has none. */
+const workerReady = (async () => {
+  if (!("serviceWorker" in navigator)) return null;
+  try {
+    return await navigator.serviceWorker.register("sw.js", { type: "module", scope: "./" });
+  } catch {
+    return null;
+  }
+})();
+
+function base64url(text) {
+  const base64 = text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4);
+  return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+}
+
+/** Where notifications stand on this browser, and how to fix it. */
+async function showNotifyState(problem = "") {
+  const section = $("notify");
+  const button = $("notify-enable");
+  section.hidden = false;
+  if (!("Notification" in window) || !("PushManager" in window)) {
+    $("notify-state").textContent = "Este navegador não avisa com o app fechado. No iPhone, toque em Compartilhar → Adicionar à Tela de Início e abra o app por lá.";
+    button.hidden = true;
+    return;
+  }
+  const registration = await workerReady;
+  const subscription = registration ? await registration.pushManager.getSubscription().catch(() => null) : null;
+  if (Notification.permission === "denied") {
+    $("notify-state").textContent = "As notificações estão bloqueadas para este site. Libere no navegador: cadeado ao lado do endereço → Notificações → Permitir.";
+    button.hidden = true;
+  } else if (Notification.permission === "granted" && subscription) {
+    $("notify-state").textContent = problem || "Notificações ativas: este navegador toca mesmo com a aba fechada.";
+    button.hidden = !problem;
+  } else {
+    $("notify-state").textContent = problem || "Ative para ser avisado de visitas e entregas mesmo com esta aba fechada.";
+    button.hidden = false;
+  }
+}
+
+/** Tells the server where to push for this browser (again at every start: the user may have changed). */
+async function registerSubscription(subscription) {
+  const { endpoint, keys } = subscription.toJSON();
+  await api("POST", "/v1/devices", {
+    body: {
+      installation_id: deviceID, platform: "web", web_push: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } },
+      device_name: "Navegador", locale: "pt-BR", capabilities: { notifications_enabled: true },
+    },
+  });
+}
+
+async function enableNotifications() {
+  $("notify-enable").disabled = true;
+  try {
+    if ((await Notification.requestPermission()) !== "granted") return showNotifyState();
+    const registration = await workerReady;
+    if (!registration) return showNotifyState("Este navegador não deixou instalar o serviço de notificações.");
+    const { public_key: key } = await request("GET", "/v1/push/web/vapid_public_key");
+    const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64url(key) });
+    await registerSubscription(subscription);
+    await showNotifyState();
+  } catch (error) {
+    await showNotifyState(error instanceof ApiError ? error.message
+      : "Não foi possível ativar as notificações neste navegador agora. Tente de novo mais tarde.");
+  } finally {
+    $("notify-enable").disabled = false;
+  }
+}
+
+/** At every start: keeps the server's copy of this browser's subscription current. */
+async function refreshSubscription() {
+  try {
+    const registration = await workerReady;
+    const subscription = registration ? await registration.pushManager.getSubscription() : null;
+    if (subscription && Notification.permission === "granted") await registerSubscription(subscription);
+  } catch { /* shown by showNotifyState */ }
+  showNotifyState();
+}
+
+/** "Sair": this browser stops ringing for the resident who left (the push service answers 410 from now on). */
+async function unsubscribe() {
+  try {
+    const registration = await workerReady;
+    const subscription = registration ? await registration.pushManager.getSubscription() : null;
+    if (subscription) await subscription.unsubscribe();
+  } catch { /* nothing to undo */ }
+}
+
 // MARK: start
 
 $("view-login").addEventListener("submit", login);
 $("refresh").addEventListener("click", load);
-$("logout").addEventListener("click", () => logout());
+$("logout").addEventListener("click", () => { unsubscribe(); logout(); });
+$("notify-enable").addEventListener("click", enableNotifications);
 $("call-hangup").addEventListener("click", () => { if (call) call.hangup(); });
 $("call-close").addEventListener("click", () => { $("call").hidden = true; });
 $("call-unmute").addEventListener("click", () => {
@@ -463,5 +616,29 @@ $("call-unmute").addEventListener("click", () => {
   $("call-unmute").hidden = true;
 });
 window.addEventListener("pagehide", () => { if (call) call.hangup(); });
-try { session = JSON.parse(sessionStorage.getItem(SESSION_KEY) || "null"); } catch { session = null; }
-if (session && session.token) enterHome();
+// Queued taps go out as soon as there is a chance: back online, back to the screen, or
+// told by the service worker (it sent one from a notification).
+window.addEventListener("online", sendQueued);
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState !== "visible" || !session) return;
+  sendQueued();
+  load();
+});
+try {
+  const channel = new BroadcastChannel(CHANNEL);
+  channel.onmessage = (event) => showAction(event.data);
+} catch { /* no BroadcastChannel: the lists still refresh over the socket */ }
+
+(async () => {
+  session = await loadSession().catch(() => null);
+  if (session && session.token && !session.expired) {
+    // Outcomes of taps made before a reload (or from a notification) are shown again.
+    for (const record of await recentActions().catch(() => [])) {
+      if (record.userID === session.userID) notes.set(record.visitID, { text: record.text, ok: record.ok, state: record.state });
+    }
+    enterHome();
+    sendQueued();
+  } else {
+    session = null;
+  }
+})();

@@ -5,7 +5,7 @@ Checks what Apple documents in "Sending notification requests to APNs" and answe
 "Handling notification responses from APNs" says: the ES256 provider token (signature
 with the team's public key, `kid`, `iss`, age < 1 h), `apns-push-type`, `apns-topic`
 (`<bundle>.voip` for VoIP), `apns-priority` (5 for background), `apns-expiration`,
-`apns-id`, and the payload size (5120 bytes VoIP, 4096 otherwise).
+`apns-id`, `apns-collapse-id` (at most 64 bytes), and the payload size (5120 bytes VoIP, 4096 otherwise).
 
 Per-token scripts (--script JSON: {token: [response, ...]}) play answers in order, then 200:
   {"status": 410, "reason": "Unregistered"}           410 carries a `timestamp` (ms)
@@ -136,6 +136,9 @@ def main():
         apns_id = request.headers.get("apns-id")
         if apns_id is not None and not UUID_RE.match(apns_id):
             return answer(request, 400, "BadMessageId")
+        collapse_id = request.headers.get("apns-collapse-id")
+        if collapse_id is not None and len(collapse_id.encode()) > 64:
+            return answer(request, 400, "BadCollapseId")
         if not request.body:
             return answer(request, 400, "PayloadEmpty")
         if len(request.body) > (5120 if push_type == "voip" else 4096):

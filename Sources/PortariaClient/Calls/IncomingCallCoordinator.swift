@@ -155,8 +155,10 @@ public enum CallEffect: Sendable, Equatable {
     case reportCallEnded(UUID, CallEndReason)
     /// `CXProvider.reportCall(with:updated:)` once the visit details arrive.
     case updateCall(UUID, callerName: String, handle: String)
-    /// `POST /v1/push/{push_id}/ack`.
-    case acknowledgePush(pushID: String)
+    /// `POST /v1/push/{push_id}/ack` — with `ackToken` through `PushReceiptSender`, which
+    /// needs no session (a VoIP push may wake an app whose access token expired hours ago);
+    /// without one (an older server), with the bearer.
+    case acknowledgePush(pushID: String, ackToken: String? = nil)
     /// `GET /v1/visits/{id}`.
     case fetchVisit(visitID: String)
     /// Open (or keep) the realtime socket: cancellations travel there, not by VoIP push.
@@ -323,7 +325,7 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
             let callID = decoded?.pushID.flatMap(UUID.init(uuidString:)) ?? fallbackCallID
             discarded[callID] = .ended(.failed)
             return VoIPPushOutcome(report: CallReport(unreadable: callID),
-                                   then: [.reportCallEnded(callID, .failed)] + (decoded?.pushID.map { [.acknowledgePush(pushID: $0)] } ?? []))
+                                   then: [.reportCallEnded(callID, .failed)] + (decoded?.pushID.map { [.acknowledgePush(pushID: $0, ackToken: decoded?.ackToken)] } ?? []))
         }
         let visitCallID = UUID(uuidString: push.visitID) ?? fallbackCallID
         let pushCallID = UUID(uuidString: push.pushID) ?? fallbackCallID
@@ -337,7 +339,7 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
                 // CallKit refuses a second report of a live UUID as a duplicate: reporting
                 // it satisfies PushKit without ringing twice.
                 return VoIPPushOutcome(report: CallReport(push, callID: call.callID),
-                                       then: duplicate ? [] : [.acknowledgePush(pushID: push.pushID)])
+                                       then: duplicate ? [] : [.acknowledgePush(pushID: push.pushID, ackToken: push.ackToken)])
             }
             let reason: CallEndReason
             if case .ended(let ended) = call.phase, ended != .localEnded { reason = ended } else { reason = .declinedElsewhere }
@@ -355,7 +357,7 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
         let report = CallReport(push, callID: visitCallID)
         calls[push.visitID] = CallRecord(visitID: push.visitID, callID: visitCallID, report: report, phase: .ringing,
                                          callKit: .reported, expiresAt: push.expiresAt, pushIDs: [push.pushID])
-        var then: [CallEffect] = [.acknowledgePush(pushID: push.pushID), .fetchVisit(visitID: push.visitID), .openRealtime]
+        var then: [CallEffect] = [.acknowledgePush(pushID: push.pushID, ackToken: push.ackToken), .fetchVisit(visitID: push.visitID), .openRealtime]
         if let expiresAt = push.expiresAt { then.append(.scheduleRingExpiry(visitID: push.visitID, at: expiresAt)) }
         return VoIPPushOutcome(report: report, then: then)
     }
@@ -363,7 +365,7 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
     private mutating func reportThenEnd(_ push: RingPush, callID: UUID, reason: CallEndReason, acknowledge: Bool) -> VoIPPushOutcome {
         discarded[callID] = .ended(reason)
         return VoIPPushOutcome(report: CallReport(push, callID: callID),
-                               then: [.reportCallEnded(callID, reason)] + (acknowledge ? [.acknowledgePush(pushID: push.pushID)] : []))
+                               then: [.reportCallEnded(callID, reason)] + (acknowledge ? [.acknowledgePush(pushID: push.pushID, ackToken: push.ackToken)] : []))
     }
 
     // MARK: What the server says

@@ -126,6 +126,255 @@ public enum ClientText {
     }
 }
 
+// MARK: - Screens
+
+extension ClientText {
+    // MARK: Login (`login-ios.md`)
+
+    public static let loginTitle = "Entrar"
+    public static let usernameLabel = "Usuário"
+    public static let passwordLabel = "Senha"
+    public static let rememberMeLabel = "Lembrar meu usuário"
+    public static let smsLoginLabel = "Entrar com código por SMS"
+    public static let phoneLabel = "Celular"
+    public static let codeLabel = "Código de 6 dígitos"
+    public static let sendCodeAction = "Enviar código"
+    public static let verifyCodeAction = "Confirmar código"
+    public static let chooseCompanyTitle = "Escolha o condomínio"
+    /// The `BiometricGate` prompt (Face ID asks for a reason).
+    public static let biometricReason = "Desbloquear sua sessão da Portaria"
+
+    public static func biometricAction(_ kind: BiometricAvailability) -> String? {
+        switch kind {
+        case .faceID: return "Entrar com Face ID"
+        case .touchID: return "Entrar com Touch ID"
+        case .biometric: return "Entrar com biometria"
+        case .notEnrolled, .unavailable: return nil
+        }
+    }
+
+    public static func codeSent(to phone: String) -> String {
+        "Enviamos um código por SMS para \(maskedPhone(phone)). Ele vale por 10 minutos"
+    }
+
+    /// `+55 11 •••••-0001`: enough to recognise one's number, not to read it aloud in a lobby.
+    public static func maskedPhone(_ phone: String) -> String {
+        let digits = phone.filter(\.isNumber)
+        guard digits.count >= 4 else { return phone }
+        return "•••••-" + digits.suffix(4)
+    }
+
+    /// Why a login step failed — never a status code.
+    public static func loginError(_ error: any Error) -> String {
+        switch error {
+        case APIClientError.server(_, let body):
+            switch body.code {
+            case .invalidCredentials: return "Usuário ou senha incorretos"
+            case .invalidOTP: return "Código inválido ou expirado"
+            case .rateLimited:
+                if case .number(let seconds)? = body.details["retry_after"], seconds > 0 {
+                    let minutes = Int((seconds / 60).rounded(.up))
+                    return "Muitas tentativas. Tente de novo em \(minutes) min"
+                }
+                return "Muitas tentativas. Tente de novo mais tarde"
+            default: return "Não foi possível entrar agora. Tente de novo"
+            }
+        case APIClientError.transport:
+            return "Sem conexão. Verifique a internet e tente de novo"
+        case SessionManager.SessionError.sessionEnded:
+            return "Sua sessão terminou. Entre novamente"
+        case SessionManager.SessionError.locked, BiometricGateError.cancelled:
+            return "Desbloqueio cancelado"
+        case BiometricGateError.invalidated, BiometricGateError.notEnabled:
+            return "A biometria mudou neste aparelho. Entre com sua senha"
+        default:
+            return "Não foi possível entrar agora. Tente de novo"
+        }
+    }
+
+    // MARK: Home
+
+    public static let ringingSection = "Tocando agora"
+    public static let pendingSection = "Pendências"
+    public static let historySection = "Histórico"
+    public static let queuedSection = "Aguardando envio"
+    public static let emptyPending = "Nenhuma pendência"
+    public static let voiceMessageBadge = "Recado de voz"
+
+    public static func kindWord(_ kind: VisitKind) -> String { kind == .delivery ? "Entrega" : "Visita" }
+
+    public static func visitStatus(_ status: VisitStatus, resolution: VisitResolution?, at: Date, timeZone: TimeZone) -> String {
+        let time = ResolutionText.clock(at, timeZone: timeZone)
+        switch status {
+        case .ringing: return "Tocando"
+        case .answered: return "Em atendimento"
+        case .unanswered: return "Sem resposta"
+        case .cancelled: return "O visitante desistiu às \(time)"
+        case .expired: return "Expirou às \(time)"
+        case .resolved:
+            guard let resolution else { return "Resolvida às \(time)" }
+            return ResolutionText.alreadyResolved(resolution, timeZone: timeZone).replacingOccurrences(of: " já ", with: " ")
+        }
+    }
+
+    /// What VoiceOver/TalkBack reads for a whole visit row.
+    public static func visitRowAccessibility(title: String, subtitle: String, status: String, voice: Bool) -> String {
+        [title, subtitle.replacingOccurrences(of: " · ", with: ", "), status, voice ? "Tem recado de voz" : nil]
+            .compactMap { $0 }.joined(separator: ". ")
+    }
+
+    /// The label of a decision button on a row or a notification ("Autorizar: Loggi — Pedro").
+    public static func decisionAccessibility(_ action: ResolutionAction, subject: String) -> String {
+        "\(actionTitle(action)): \(subject)"
+    }
+
+    // MARK: Call
+
+    public static let answerAction = "Atender"
+    public static let muteAction = "Mudo"
+    public static let unmuteAction = "Ativar som"
+    public static let muteAccessibility = "Silenciar o microfone"
+    public static let unmuteAccessibility = "Ativar o microfone"
+    public static let endAction = "Encerrar"
+    public static let endAccessibility = "Encerrar a chamada"
+
+    /// The badge as read aloud: symbols become words, `m` becomes metres.
+    public static func badgeAccessibility(_ badge: String) -> String {
+        badge.replacingOccurrences(of: "✓ ", with: "Confirmado: ")
+            .replacingOccurrences(of: "⚠ ", with: "Atenção: ")
+            .replacingOccurrences(of: "km da", with: " quilômetros da")
+            .replacingOccurrences(of: "m da", with: " metros da")
+    }
+
+    public static func callPhase(_ phase: CallPhase) -> String {
+        switch phase {
+        case .ringing: return "Chamando…"
+        case .answering: return "Atendendo…"
+        case .connecting: return "Conectando o vídeo…"
+        case .inCall: return "Em chamada"
+        case .ended(let reason):
+            switch reason {
+            case .answeredElsewhere: return "Atendida em outro aparelho"
+            case .declinedElsewhere: return "Recusada em outro aparelho"
+            case .remoteEnded: return "O visitante encerrou"
+            case .unanswered: return "Sem resposta"
+            case .failed: return "A chamada não pôde continuar"
+            case .localEnded: return "Chamada encerrada"
+            }
+        }
+    }
+
+    // MARK: Visit detail
+
+    public static let photoAccessibility = "Foto tirada na portaria"
+    public static let noPhoto = "Sem foto"
+    public static let playVoiceMessage = "Ouvir recado"
+
+    /// The eight compass points, in pt-BR, for a bearing in degrees.
+    public static func compassPoint(_ degrees: Int) -> String {
+        let names = ["norte", "nordeste", "leste", "sudeste", "sul", "sudoeste", "oeste", "noroeste"]
+        let normalized = (degrees % 360 + 360) % 360
+        return names[((normalized * 2 + 45) / 90) % 8]
+    }
+
+    /// "A 340m da portaria, a nordeste", "Na entrada (a 12m da portaria)", "Localização desconhecida".
+    public static func location(_ geofence: GeofenceResult) -> String {
+        switch geofence.status {
+        case .unknown: return "Localização desconhecida"
+        case .atEntrance:
+            guard let distance = geofence.distanceM else { return "Na entrada" }
+            return "Na entrada (a \(Geofence.formatDistance(Double(distance))) da portaria)"
+        case .away:
+            let distance = Geofence.formatDistance(Double(geofence.distanceM ?? 0))
+            guard let bearing = geofence.bearingDeg else { return "A \(distance) da portaria" }
+            return "A \(distance) da portaria, a \(compassPoint(bearing))"
+        }
+    }
+
+    /// One line of the attempts timeline ("14:32 · Tocou para Maria (etapa 1)").
+    public static func attempt(_ attempt: VisitAttempt, timeZone: TimeZone) -> String {
+        let who = attempt.user.map { ResolutionText.firstName($0.name) }.flatMap { $0.isEmpty ? nil : $0 }
+        let text: String
+        switch attempt.kind {
+        case .ring:
+            let step = attempt.step.map { " (etapa \($0 + 1))" } ?? ""
+            text = who.map { "Tocou para \($0)\(step)" } ?? "Tocou\(step)"
+        case .pushSent: text = who.map { "Notificação enviada para \($0)" } ?? "Notificação enviada"
+        case .pushReceipt: text = who.map { "Notificação recebida por \($0)" } ?? "Notificação recebida"
+        case .answer: text = who.map { "\($0) atendeu" } ?? "Atendida"
+        case .decline: text = who.map { "\($0) recusou a chamada" } ?? "Chamada recusada"
+        case .timeout: text = who.map { "\($0) não atendeu" } ?? "Ninguém atendeu"
+        case .resolution: text = who.map { "\($0) decidiu" } ?? (attempt.channel == "auto" ? "Decidido automaticamente" : "Decidido")
+        case .cancel: text = "O visitante desistiu"
+        case .expire: text = "Expirou sem resposta"
+        case .callStarted: text = "Chamada de vídeo iniciada"
+        case .callConnected: text = "Vídeo conectado"
+        case .callEnded: text = "Chamada de vídeo encerrada"
+        }
+        return "\(ResolutionText.clock(attempt.at, timeZone: timeZone)) · \(text)"
+    }
+
+    // MARK: Settings
+
+    public static let deliveryRuleTitle = "Entregas"
+    public static let ringOrderTitle = "Ordem de chamada"
+    public static let devicesTitle = "Aparelhos"
+    public static let notificationsTitle = "Notificações"
+
+    public static func deliveryRule(_ rule: DeliveryRule) -> String {
+        switch rule {
+        case .ask: return "Sempre me perguntar"
+        case .askThenConcierge: return "Perguntar; sem resposta, deixar na portaria"
+        case .leaveAtConcierge: return "Deixar na portaria sem perguntar"
+        }
+    }
+
+    public static func ringMode(_ mode: RingMode) -> String {
+        switch mode {
+        case .sequential: return "Um morador por vez, na ordem abaixo"
+        case .simultaneous: return "Todos ao mesmo tempo"
+        }
+    }
+
+    public static func ringPosition(_ index: Int, name: String) -> String { "\(index + 1)º \(name)" }
+    public static func moveUpAccessibility(_ name: String) -> String { "Mover \(name) para cima na ordem de chamada" }
+    public static func moveDownAccessibility(_ name: String) -> String { "Mover \(name) para baixo na ordem de chamada" }
+    public static func removeDeviceAccessibility(_ name: String) -> String { "Remover o aparelho \(name)" }
+    public static let thisDevice = "Este aparelho"
+    public static let unnamedDevice = "Aparelho sem nome"
+
+    public static func platform(_ platform: String) -> String {
+        switch platform {
+        case "ios": return "iPhone"
+        case "android": return "Android"
+        case "web": return "Navegador"
+        default: return platform
+        }
+    }
+
+    /// What the phone reports, in the words of the fix.
+    public static func notificationStatus(_ status: NotificationStatus) -> String {
+        switch status {
+        case .allowed: return "Ativadas — você será chamado com o app fechado"
+        case .denied: return "Desativadas — ative nas Configurações para receber chamadas"
+        case .notDetermined: return "Ainda não autorizadas — toque para permitir"
+        case .fullScreenIntentRevoked: return "Chamadas em tela cheia bloqueadas — permita nas Configurações"
+        case .batteryOptimized: return "A economia de bateria pode impedir as chamadas — desative-a para este app"
+        case .noVoIPToken: return "Este iPhone ainda não pode tocar com o app fechado — abra o app uma vez"
+        }
+    }
+
+    public static func settingsSaveError(_ error: any Error) -> String {
+        switch error {
+        case APIClientError.transport: return "Sem conexão. Suas alterações não foram salvas"
+        case APIClientError.server(let status, _) where status == 403: return "Você não pode alterar as configurações desta unidade"
+        default: return "Não foi possível salvar agora. Tente de novo"
+        }
+    }
+
+    public static let loadError = "Não foi possível carregar agora. Puxe para atualizar"
+}
+
 extension String {
     var lowercasedFirst: String { prefix(1).lowercased() + dropFirst() }
 }

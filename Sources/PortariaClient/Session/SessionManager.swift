@@ -20,6 +20,10 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         case unknownCompany
         /// The server ended the session (logout elsewhere, refresh reuse, expiry).
         case sessionEnded
+        /// Biometric unlock is on and the refresh token could not be read without the
+        /// owner (prompt cancelled, app in the background): nothing is lost, the next
+        /// `unlockWithBiometrics` resumes the session.
+        case locked
     }
 
     private var api: APIClient
@@ -27,8 +31,14 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     private let preferences: any PreferenceStore
     private var companies: [CompanyGrant] = []
     private var refreshing: Task<Void, any Error>?
+    private let biometricGate: (any BiometricGate)?
 
-    public init(api: APIClient, secure: any SecureStore, preferences: any PreferenceStore) {
+    /// - Parameter biometricGate: the device's biometric Keychain item (nil where there is
+    ///   none, e.g. the terminal client): with it, `enableBiometricUnlock` keeps the refresh
+    ///   token behind the owner's biometry.
+    public init(api: APIClient, secure: any SecureStore, preferences: any PreferenceStore,
+                biometricGate: (any BiometricGate)? = nil) {
+        self.biometricGate = biometricGate
         var api = api
         api.bearerToken = try? secure.string(for: SessionKeys.jwtToken)
         api.companyID = preferences.string(for: SessionKeys.selectedCompany)
@@ -51,6 +61,18 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     /// The logged-in user, or nil.
     public var userID: String? { api.bearerToken == nil ? nil : preferences.string(for: SessionKeys.userID) }
     public var isLoggedIn: Bool { api.bearerToken != nil }
+    /// The login's `master` and `driver` flags (booleans, as `login-ios.md` keeps them).
+    public var isMaster: Bool { preferences.bool(for: SessionKeys.master) ?? false }
+    public var isDriver: Bool { preferences.bool(for: SessionKeys.driver) ?? false }
+    /// "Lembrar": the username to prefill, when the user asked to be remembered.
+    public var rememberedUsername: String? {
+        preferences.bool(for: SessionKeys.rememberMe) == true ? preferences.string(for: SessionKeys.rememberedUsername) : nil
+    }
+    /// Whether the refresh token lives behind the biometric gate.
+    public var biometricUnlockEnabled: Bool { biometricGate != nil && preferences.bool(for: SessionKeys.biometricUnlock) == true }
+    /// A stored session that only the owner's biometry can resume (launch screen: offer
+    /// Face ID instead of the password).
+    public var canUnlockWithBiometrics: Bool { biometricUnlockEnabled && preferences.string(for: SessionKeys.userID) != nil }
     /// The server this session talks to.
     public nonisolated var baseURL: URL { baseURLValue }
     private nonisolated let baseURLValue: URL
@@ -60,9 +82,14 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         preferences.string(for: SessionKeys.timeZone(companyID: companyID)).flatMap(TimeZone.init(identifier:))
     }
 
-    public func login(username: String, password: String) async throws -> LoginResult {
+    /// - Parameter rememberMe: keep the username for the next login ("Lembrar"). The
+    ///   password is never stored: resuming without typing it is biometric unlock's job
+    ///   (decision 0017).
+    public func login(username: String, password: String, rememberMe: Bool = false) async throws -> LoginResult {
         let body: LoginResponse = try await api.send("POST", "/v1/auth/login", body: LoginRequest(username: username, password: password))
-        return try store(body)
+        preferences.set(rememberMe, for: SessionKeys.rememberMe)
+        if rememberMe { preferences.set(username, for: SessionKeys.rememberedUsername) } else { preferences.remove(SessionKeys.rememberedUsername) }
+        return try await store(body)
     }
 
     public func requestCode(phone: String) async throws {
@@ -73,7 +100,7 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         let verified: OTPVerifyResponse = try await api.send("POST", "/v1/auth/otp/verify", body: OTPVerifyRequest(phone: phone, code: code))
         let body: LoginResponse = try await api.send("POST", "/v1/auth/generate_access_token",
                                                      body: GenerateAccessTokenRequest(otpToken: verified.otpToken))
-        return try store(body)
+        return try await store(body)
     }
 
     /// Persists the company choice and its resolved permissions.
@@ -87,12 +114,12 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         return permissions
     }
 
-    private func store(_ body: LoginResponse) throws -> LoginResult {
+    private func store(_ body: LoginResponse) async throws -> LoginResult {
         try secure.set(body.jwtToken, for: SessionKeys.jwtToken)
-        try secure.set(body.refreshToken, for: SessionKeys.refreshToken)
+        try await storeRefreshToken(body.refreshToken)
         preferences.set(body.userID, for: SessionKeys.userID)
-        preferences.set(body.master ? "true" : "false", for: SessionKeys.master)
-        preferences.set(body.driver ? "true" : "false", for: SessionKeys.driver)
+        preferences.set(body.master, for: SessionKeys.master)
+        preferences.set(body.driver, for: SessionKeys.driver)
         api.bearerToken = body.jwtToken
         companies = body.companies
         if let data = try? JSONCoding.encoder().encode(body.companies) {
@@ -127,14 +154,76 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     }
 
     private func performRefresh() async throws {
-        guard let token = try secure.string(for: SessionKeys.refreshToken) else { throw SessionError.notLoggedIn }
+        let token = try await readRefreshToken()
         do {
             let body: LoginResponse = try await api.send("POST", "/v1/auth/refresh", body: RefreshRequest(refreshToken: token))
-            _ = try store(body)
+            _ = try await store(body)
         } catch APIClientError.server(let status, _) where status == 401 {
-            try clear()
+            try await clear()
             throw SessionError.sessionEnded
         }
+    }
+
+    // MARK: Refresh token: plain secure store, or behind biometry
+
+    private func readRefreshToken() async throws -> String {
+        guard biometricUnlockEnabled, let gate = biometricGate else {
+            guard let token = try secure.string(for: SessionKeys.refreshToken) else { throw SessionError.notLoggedIn }
+            return token
+        }
+        do {
+            guard let token = try await gate.unlock(reason: ClientText.biometricReason) else { throw SessionError.locked }
+            return token
+        } catch BiometricGateError.invalidated {
+            // A new face or finger was enrolled (or the item is gone): only the password
+            // may open this session now.
+            try await clear()
+            throw SessionError.sessionEnded
+        } catch let error as SessionError {
+            throw error
+        } catch {
+            throw SessionError.locked
+        }
+    }
+
+    private func storeRefreshToken(_ token: String) async throws {
+        if biometricUnlockEnabled, let gate = biometricGate {
+            try await gate.store(token)
+            try secure.set(nil, for: SessionKeys.refreshToken)
+        } else {
+            try secure.set(token, for: SessionKeys.refreshToken)
+        }
+    }
+
+    /// Moves the refresh token behind the biometric gate: from now on the session resumes
+    /// only with the owner's biometry (and a background refresh waits for it).
+    public func enableBiometricUnlock() async throws {
+        guard let gate = biometricGate else { throw BiometricGateError.notEnabled }
+        switch await gate.availability() {
+        case .faceID, .touchID, .biometric: break
+        case .notEnrolled, .unavailable: throw BiometricGateError.notEnabled
+        }
+        guard let token = try secure.string(for: SessionKeys.refreshToken) else { throw SessionError.notLoggedIn }
+        try await gate.store(token)
+        try secure.set(nil, for: SessionKeys.refreshToken)
+        preferences.set(true, for: SessionKeys.biometricUnlock)
+    }
+
+    /// Turns biometric unlock off (it prompts once to take the token back).
+    public func disableBiometricUnlock() async throws {
+        guard biometricUnlockEnabled, let gate = biometricGate else { return }
+        let token = try await readRefreshToken()
+        try secure.set(token, for: SessionKeys.refreshToken)
+        try await gate.clear()
+        preferences.set(false, for: SessionKeys.biometricUnlock)
+    }
+
+    /// The launch with a stored session and biometric unlock on: prompts, rotates the
+    /// tokens, and the session is live again. Throws `SessionError.locked` when the user
+    /// cancelled, `.sessionEnded` when only the password can help now.
+    public func unlockWithBiometrics() async throws {
+        guard biometricUnlockEnabled else { throw BiometricGateError.notEnabled }
+        try await refresh()
     }
 
     /// An authenticated call; on 401 it refreshes once and retries.
@@ -196,21 +285,32 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     /// Ends the session on the server and forgets everything `login-ios.md` persists.
     /// (Unregistering the device is `DeviceRegistrar.unregister`, done before this while
     /// the access token still works.)
+    ///
+    /// Cleared: `jwt_token` and the refresh token (secure store and biometric item),
+    /// `perms_user`, `selected_company`, `user_id`, `master`, `driver`, the company list and
+    /// the biometric flag. Kept: the remembered username when the user asked for it, the
+    /// installation id (per install, not per user), per-company time zones (not personal).
     public func logout() async throws {
+        // With biometric unlock on, the refresh token is behind the gate; the server-side
+        // logout is attempted with the access token's session either way (a 401 is fine).
         let token = try secure.string(for: SessionKeys.refreshToken)
         _ = try? await api.raw("POST", "/v1/auth/logout", body: LogoutRequest(refreshToken: token))
-        try clear()
-        for key in [SessionKeys.userID, SessionKeys.master, SessionKeys.driver, SessionKeys.selectedCompany, SessionKeys.companies] {
-            preferences.set(nil, for: key)
+        try await clear()
+        for key in SessionKeys.clearedAtLogout { preferences.remove(key) }
+        if preferences.bool(for: SessionKeys.rememberMe) != true {
+            preferences.remove(SessionKeys.rememberMe)
+            preferences.remove(SessionKeys.rememberedUsername)
         }
         api.companyID = nil
         companies = []
     }
 
-    private func clear() throws {
+    private func clear() async throws {
         try secure.set(nil, for: SessionKeys.jwtToken)
         try secure.set(nil, for: SessionKeys.refreshToken)
-        preferences.set([], for: SessionKeys.permissions)
+        try? await biometricGate?.clear()
+        preferences.remove(SessionKeys.permissions)
+        preferences.remove(SessionKeys.biometricUnlock)
         api.bearerToken = nil
     }
 }

@@ -22,20 +22,38 @@ public struct VisitRow: Sendable, Equatable, Identifiable {
 
     init(_ visit: Visit, timeZone: TimeZone) {
         id = visit.id
+        kind = visit.kind
         title = [visit.carrier, visit.visitorName].compactMap { $0 }.joined(separator: " — ")
-        let kind = visit.kind == .delivery ? "Entrega" : "Visita"
+        let kind = ClientText.kindWord(visit.kind)
         subtitle = "\(visit.unit.label) · \(kind) · \(ResolutionText.clock(visit.createdAt, timeZone: timeZone))"
         status = visit.status
-        statusText = HomeText.status(visit.status, resolution: visit.resolution, at: visit.updatedAt, timeZone: timeZone)
+        statusText = ClientText.visitStatus(visit.status, resolution: visit.resolution, at: visit.updatedAt, timeZone: timeZone)
         geofenceBadge = visit.geofenceBadge
         hasVoiceMessage = visit.voiceMessage != nil
-        accessibilityLabel = HomeText.accessibility(title: title, subtitle: subtitle, status: statusText, voice: hasVoiceMessage)
+        accessibilityLabel = ClientText.visitRowAccessibility(title: title, subtitle: subtitle, status: statusText, voice: hasVoiceMessage)
     }
+
+    /// A decision button of the row (or of its notification), with what a screen reader says.
+    public struct RowAction: Sendable, Equatable {
+        public var action: ResolutionAction
+        public var title: String
+        public var accessibilityLabel: String
+    }
+
+    /// The decisions still possible: a delivery's three, a visit's two; none once closed.
+    public var actions: [RowAction] {
+        guard !status.isTerminal else { return [] }
+        let decisions: [ResolutionAction] = kind == .delivery ? [.authorize, .leaveAtConcierge, .deny] : [.authorize, .deny]
+        return decisions.map { RowAction(action: $0, title: ClientText.actionTitle($0),
+                                         accessibilityLabel: ClientText.decisionAccessibility($0, subject: title)) }
+    }
+
+    public var kind: VisitKind
 
     mutating func update(status: VisitStatus, resolution: VisitResolution?, at: Date, timeZone: TimeZone) {
         self.status = status
-        statusText = HomeText.status(status, resolution: resolution, at: at, timeZone: timeZone)
-        accessibilityLabel = HomeText.accessibility(title: title, subtitle: subtitle, status: statusText, voice: hasVoiceMessage)
+        statusText = ClientText.visitStatus(status, resolution: resolution, at: at, timeZone: timeZone)
+        accessibilityLabel = ClientText.visitRowAccessibility(title: title, subtitle: subtitle, status: statusText, voice: hasVoiceMessage)
     }
 }
 
@@ -105,7 +123,7 @@ public struct HomeState: Sendable, Equatable {
         case .voiceMessageAdded:
             mutate(data.visitID) {
                 $0.hasVoiceMessage = true
-                $0.accessibilityLabel = HomeText.accessibility(title: $0.title, subtitle: $0.subtitle, status: $0.statusText, voice: true)
+                $0.accessibilityLabel = ClientText.visitRowAccessibility(title: $0.title, subtitle: $0.subtitle, status: $0.statusText, voice: true)
             }
         case .ringing, .declined, .ringCancelled, .photoAdded:
             break
@@ -125,27 +143,5 @@ public struct HomeState: Sendable, Equatable {
     private mutating func mutate(_ id: String, _ change: (inout VisitRow) -> Void) {
         if let index = ringing.firstIndex(where: { $0.id == id }) { change(&ringing[index]) }
         if let index = pending.firstIndex(where: { $0.id == id }) { change(&pending[index]) }
-    }
-}
-
-/// Home's pt-BR words.
-public enum HomeText {
-    public static func status(_ status: VisitStatus, resolution: VisitResolution?, at: Date, timeZone: TimeZone) -> String {
-        let time = ResolutionText.clock(at, timeZone: timeZone)
-        switch status {
-        case .ringing: return "Tocando"
-        case .answered: return "Em atendimento"
-        case .unanswered: return "Sem resposta"
-        case .cancelled: return "O visitante desistiu às \(time)"
-        case .expired: return "Expirou às \(time)"
-        case .resolved:
-            guard let resolution else { return "Resolvida às \(time)" }
-            return ResolutionText.alreadyResolved(resolution, timeZone: timeZone).replacingOccurrences(of: " já ", with: " ")
-        }
-    }
-
-    static func accessibility(title: String, subtitle: String, status: String, voice: Bool) -> String {
-        [title, subtitle.replacingOccurrences(of: " · ", with: ", "), status, voice ? "Tem recado de voz" : nil]
-            .compactMap { $0 }.joined(separator: ". ")
     }
 }

@@ -38,7 +38,8 @@ public struct DeviceRegistration: Codable, Sendable, Equatable {
     /// Stable per app install (not per user): the upsert key.
     public var installationID: String
     public var platform: String
-    /// APNs alert token (iOS), FCM registration token (Android), push subscription (web).
+    /// APNs alert token (iOS), FCM registration token (Android). Web devices send
+    /// `web_push` instead (absent in the JSON decodes as "").
     public var pushToken: String
     /// PushKit token (iOS only): the only way to ring with the app closed.
     public var voipToken: String?
@@ -46,10 +47,13 @@ public struct DeviceRegistration: Codable, Sendable, Equatable {
     public var deviceName: String?
     public var locale: String?
     public var capabilities: DeviceCapabilities?
+    /// The browser's push subscription (`platform: "web"` only).
+    public var webPush: WebPushSubscription?
 
     public init(installationID: String, platform: String, pushToken: String, voipToken: String? = nil,
                 appVersion: String? = nil, deviceName: String? = nil, locale: String? = nil,
-                capabilities: DeviceCapabilities? = nil) {
+                capabilities: DeviceCapabilities? = nil, webPush: WebPushSubscription? = nil) {
+        self.webPush = webPush
         self.installationID = installationID
         self.platform = platform
         self.pushToken = pushToken
@@ -61,7 +65,7 @@ public struct DeviceRegistration: Codable, Sendable, Equatable {
     }
 
     public static let fieldNames: Set<String> = ["installation_id", "platform", "push_token", "voip_token",
-                                                 "app_version", "device_name", "locale", "capabilities"]
+                                                 "app_version", "device_name", "locale", "capabilities", "web_push"]
 
     enum CodingKeys: String, CodingKey {
         case installationID = "installation_id"
@@ -71,7 +75,60 @@ public struct DeviceRegistration: Codable, Sendable, Equatable {
         case appVersion = "app_version"
         case deviceName = "device_name"
         case locale, capabilities
+        case webPush = "web_push"
     }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        installationID = try container.decode(String.self, forKey: .installationID)
+        platform = try container.decode(String.self, forKey: .platform)
+        pushToken = try container.decodeIfPresent(String.self, forKey: .pushToken) ?? ""
+        voipToken = try container.decodeIfPresent(String.self, forKey: .voipToken)
+        appVersion = try container.decodeIfPresent(String.self, forKey: .appVersion)
+        deviceName = try container.decodeIfPresent(String.self, forKey: .deviceName)
+        locale = try container.decodeIfPresent(String.self, forKey: .locale)
+        capabilities = try container.decodeIfPresent(DeviceCapabilities.self, forKey: .capabilities)
+        webPush = try container.decodeIfPresent(WebPushSubscription.self, forKey: .webPush)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(installationID, forKey: .installationID)
+        try container.encode(platform, forKey: .platform)
+        if webPush == nil || !pushToken.isEmpty { try container.encode(pushToken, forKey: .pushToken) }
+        try container.encodeIfPresent(voipToken, forKey: .voipToken)
+        try container.encodeIfPresent(appVersion, forKey: .appVersion)
+        try container.encodeIfPresent(deviceName, forKey: .deviceName)
+        try container.encodeIfPresent(locale, forKey: .locale)
+        try container.encodeIfPresent(capabilities, forKey: .capabilities)
+        try container.encodeIfPresent(webPush, forKey: .webPush)
+    }
+}
+
+/// A browser's `PushSubscription` as `toJSON()` gives it (RFC 8030 endpoint, RFC 8291 keys).
+public struct WebPushSubscription: Codable, Sendable, Equatable {
+    public struct Keys: Codable, Sendable, Equatable {
+        /// The browser's P-256 public key, uncompressed point, base64url (65 bytes).
+        public var p256dh: String
+        /// The 16-byte authentication secret, base64url.
+        public var auth: String
+        public init(p256dh: String, auth: String) {
+            self.p256dh = p256dh
+            self.auth = auth
+        }
+    }
+
+    /// The push service's URL for this subscription (https).
+    public var endpoint: String
+    public var keys: Keys
+
+    public init(endpoint: String, keys: Keys) {
+        self.endpoint = endpoint
+        self.keys = keys
+    }
+
+    public static let fieldNames: Set<String> = ["endpoint", "keys"]
+    public static let keyFieldNames: Set<String> = ["p256dh", "auth"]
 }
 
 /// A registered device as its owner sees it (`GET /v1/devices`). Tokens are not echoed:
@@ -145,6 +202,19 @@ public struct PushAck: Codable, Sendable, Equatable {
         case pushID = "push_id"
         case ackedAt = "acked_at"
     }
+}
+
+/// `POST /v1/push/{push_id}/ack` without a bearer: the per-push capability the payload
+/// carried (`ack_token`), for a Notification Service Extension or an Android receiver
+/// woken long after its access token expired (decision 0016).
+public struct PushAckRequest: Codable, Sendable, Equatable {
+    /// 32 random bytes, base64url without padding: always 43 characters.
+    public var ackToken: String
+    public init(ackToken: String) { self.ackToken = ackToken }
+    enum CodingKeys: String, CodingKey { case ackToken = "ack_token" }
+
+    /// Length of every `ack_token` (32 bytes in base64url without padding).
+    public static let tokenLength = 43
 }
 
 /// One device in `GET /v1/admin/push_health`.

@@ -15,8 +15,32 @@ public enum PushPayloadType: String, Sendable, Codable, CaseIterable {
     /// A courier at the gate: an actionable notification (authorize / leave at the
     /// concierge / deny).
     case delivery
+    /// A delivery was decided without this phone: by another resident, or by the unit's
+    /// delivery rule (`via: auto`). On iOS it replaces the delivery notification (same
+    /// `apns-collapse-id`), without actions.
+    case deliveryResolved = "delivery.resolved"
     /// `portaria admin push-test`.
     case test
+}
+
+/// The notification categories the server names (`aps.category`) and the apps register,
+/// with their action identifiers. The resolve actions' identifiers are the
+/// `ResolutionAction` raw values, so an action maps onto `POST /v1/visits/{id}/resolve`
+/// without a table.
+public enum NotificationCategoryID {
+    /// A courier: Autorizar subida / Deixar na portaria / Recusar.
+    public static let delivery = "DELIVERY"
+    /// A visitor rung by an alert (an iPhone without a VoIP token): Atender / Negar.
+    public static let visit = "VISIT"
+}
+
+/// Action identifiers of the categories above.
+public enum NotificationActionID {
+    public static let authorize = ResolutionAction.authorize.rawValue
+    public static let leaveAtConcierge = ResolutionAction.leaveAtConcierge.rawValue
+    public static let deny = ResolutionAction.deny.rawValue
+    /// Opens the app on the visit (the call screen); not a resolution.
+    public static let answer = "answer"
 }
 
 /// `visit.ring`: everything the call screen shows, so the app can report the call to
@@ -32,10 +56,14 @@ public struct RingPush: Sendable, Equatable {
     /// When this ring stops (the ring deadline); nil if the payload did not say.
     public var expiresAt: Date?
     public var carrier: String?
+    /// The per-push capability `POST /v1/push/{push_id}/ack` accepts instead of a bearer;
+    /// nil from a server older than decision 0016.
+    public var ackToken: String?
 
     public init(pushID: String, visitID: String, callerName: String, unitLabel: String, kind: VisitKind,
-                geofence: GeofenceResult, expiresAt: Date?, carrier: String? = nil) {
+                geofence: GeofenceResult, expiresAt: Date?, carrier: String? = nil, ackToken: String? = nil) {
         self.pushID = pushID
+        self.ackToken = ackToken
         self.visitID = visitID
         self.callerName = callerName
         self.unitLabel = unitLabel
@@ -57,10 +85,13 @@ public struct DeliveryPush: Sendable, Equatable {
     /// alerts do not.
     public var expiresAt: Date?
     public var geofence: GeofenceResult?
+    /// The per-push acknowledgement capability (see `RingPush.ackToken`).
+    public var ackToken: String?
 
     public init(pushID: String, visitID: String, callerName: String, unitLabel: String, carrier: String? = nil,
-                expiresAt: Date? = nil, geofence: GeofenceResult? = nil) {
+                expiresAt: Date? = nil, geofence: GeofenceResult? = nil, ackToken: String? = nil) {
         self.pushID = pushID
+        self.ackToken = ackToken
         self.visitID = visitID
         self.callerName = callerName
         self.unitLabel = unitLabel
@@ -70,17 +101,69 @@ public struct DeliveryPush: Sendable, Equatable {
     }
 }
 
+/// `delivery.resolved`: what replaces a delivery notification once it was decided
+/// elsewhere ("Maria autorizou às 14:32", "Deixado na portaria automaticamente às 14:32").
+public struct DeliveryResolvedPush: Sendable, Equatable {
+    public var pushID: String
+    public var visitID: String
+    public var unitLabel: String
+    /// nil when the server sent an action this version does not know.
+    public var action: ResolutionAction?
+    /// The resolver's name; nil for automatic resolutions.
+    public var resolvedByName: String?
+    public var resolvedAt: Date?
+    public var via: ResolutionChannel?
+    /// The pt-BR sentence, already in the condominium's time zone.
+    public var text: String
+    /// The per-push acknowledgement capability, when the server sends one.
+    public var ackToken: String?
+
+    public init(pushID: String, visitID: String, unitLabel: String, action: ResolutionAction?, resolvedByName: String?,
+                resolvedAt: Date?, via: ResolutionChannel?, text: String, ackToken: String? = nil) {
+        self.ackToken = ackToken
+        self.pushID = pushID
+        self.visitID = visitID
+        self.unitLabel = unitLabel
+        self.action = action
+        self.resolvedByName = resolvedByName
+        self.resolvedAt = resolvedAt
+        self.via = via
+        self.text = text
+    }
+
+    /// The unit's delivery rule decided; nobody was asked.
+    public var isAutomatic: Bool { via == .auto }
+}
+
 /// `visit.ring_cancelled`: this phone should stop ringing.
 public struct RingCancelledPush: Sendable, Equatable {
     public var pushID: String
     public var visitID: String
     /// nil when the server sent a reason this version does not know.
     public var reason: RingCancelReason?
+    /// The per-push acknowledgement capability (see `RingPush.ackToken`).
+    public var ackToken: String?
 
-    public init(pushID: String, visitID: String, reason: RingCancelReason?) {
+    public init(pushID: String, visitID: String, reason: RingCancelReason?, ackToken: String? = nil) {
         self.pushID = pushID
+        self.ackToken = ackToken
         self.visitID = visitID
         self.reason = reason
+    }
+}
+
+/// Everything `POST /v1/push/{push_id}/ack` needs without a session: the push's id and
+/// its per-push capability (`ack_token`, decision 0016).
+public struct PushReceiptCapability: Sendable, Equatable, Codable {
+    public var pushID: String
+    public var ackToken: String
+    public init(pushID: String, ackToken: String) {
+        self.pushID = pushID
+        self.ackToken = ackToken
+    }
+    enum CodingKeys: String, CodingKey {
+        case pushID = "push_id"
+        case ackToken = "ack_token"
     }
 }
 
@@ -95,9 +178,10 @@ public enum PushPayload: Sendable, Equatable {
     case ring(RingPush)
     case ringCancelled(RingCancelledPush)
     case delivery(DeliveryPush)
-    case test(pushID: String, text: String?)
+    case deliveryResolved(DeliveryResolvedPush)
+    case test(pushID: String, text: String?, ackToken: String? = nil)
     /// A type this version does not know; acknowledged (it arrived) and otherwise ignored.
-    case unknown(type: String, pushID: String?)
+    case unknown(type: String, pushID: String?, ackToken: String? = nil)
 
     /// The push id every payload carries (what `POST /v1/push/{push_id}/ack` takes).
     public var pushID: String? {
@@ -105,9 +189,40 @@ public enum PushPayload: Sendable, Equatable {
         case .ring(let push): return push.pushID
         case .ringCancelled(let push): return push.pushID
         case .delivery(let push): return push.pushID
-        case .test(let pushID, _): return pushID
-        case .unknown(_, let pushID): return pushID
+        case .deliveryResolved(let push): return push.pushID
+        case .test(let pushID, _, _): return pushID
+        case .unknown(_, let pushID, _): return pushID
         }
+    }
+
+    /// The per-push capability that acknowledges this push without a session (decision
+    /// 0016); nil from an older server, in which case only a bearer can acknowledge.
+    public var ackToken: String? {
+        switch self {
+        case .ring(let push): return push.ackToken
+        case .ringCancelled(let push): return push.ackToken
+        case .delivery(let push): return push.ackToken
+        case .deliveryResolved(let push): return push.ackToken
+        case .test(_, _, let token): return token
+        case .unknown(_, _, let token): return token
+        }
+    }
+
+    /// What acknowledges this push without a session, when the payload carries it.
+    public var receipt: PushReceiptCapability? {
+        guard let pushID, let ackToken else { return nil }
+        return PushReceiptCapability(pushID: pushID, ackToken: ackToken)
+    }
+
+    /// Reads only `push_id` and `ack_token` — for a receiver that must acknowledge a push
+    /// even when the rest of the payload is unreadable (a newer server's type, a field
+    /// this version cannot parse): it arrived, and the receipt says so.
+    public static func receipt(json: Data) -> PushReceiptCapability? {
+        guard case .object(let fields)? = try? JSONCoding.decoder().decode(JSONValue.self, from: json) else { return nil }
+        let reader = FieldReader(fields: fields)
+        guard let pushID = reader.string("push_id"), !pushID.isEmpty,
+              let token = reader.string("ack_token"), !token.isEmpty else { return nil }
+        return PushReceiptCapability(pushID: pushID, ackToken: token)
     }
 
     /// Reads a payload as delivered: the APNs dictionary (PushKit, UNNotification
@@ -129,21 +244,31 @@ public enum PushPayload: Sendable, Equatable {
                                   kind: reader.string("kind").flatMap(VisitKind.init(rawValue:)) ?? .visit,
                                   geofence: reader.geofence() ?? .unknown,
                                   expiresAt: reader.string("expires_at").flatMap(Timestamp.parse),
-                                  carrier: reader.string("carrier")))
+                                  carrier: reader.string("carrier"), ackToken: reader.string("ack_token")))
         case .ringCancelled:
             return .ringCancelled(RingCancelledPush(pushID: try reader.required("push_id"), visitID: try reader.required("visit_id"),
-                                                    reason: reader.string("reason").flatMap(RingCancelReason.init(rawValue:))))
+                                                    reason: reader.string("reason").flatMap(RingCancelReason.init(rawValue:)),
+                                                    ackToken: reader.string("ack_token")))
         case .delivery:
             return .delivery(DeliveryPush(pushID: try reader.required("push_id"), visitID: try reader.required("visit_id"),
                                           callerName: reader.string("caller_name") ?? "",
                                           unitLabel: reader.string("unit_label") ?? "",
                                           carrier: reader.string("carrier"),
                                           expiresAt: reader.string("expires_at").flatMap(Timestamp.parse),
-                                          geofence: reader.geofence()))
+                                          geofence: reader.geofence(), ackToken: reader.string("ack_token")))
+        case .deliveryResolved:
+            return .deliveryResolved(DeliveryResolvedPush(
+                pushID: try reader.required("push_id"), visitID: try reader.required("visit_id"),
+                unitLabel: reader.string("unit_label") ?? "",
+                action: reader.string("action").flatMap(ResolutionAction.init(rawValue:)),
+                resolvedByName: reader.string("resolved_by_name"),
+                resolvedAt: reader.string("resolved_at").flatMap(Timestamp.parse),
+                via: reader.string("via").flatMap(ResolutionChannel.init(rawValue:)),
+                text: reader.string("text") ?? "", ackToken: reader.string("ack_token")))
         case .test:
-            return .test(pushID: try reader.required("push_id"), text: reader.string("text"))
+            return .test(pushID: try reader.required("push_id"), text: reader.string("text"), ackToken: reader.string("ack_token"))
         case nil:
-            return .unknown(type: type, pushID: reader.string("push_id"))
+            return .unknown(type: type, pushID: reader.string("push_id"), ackToken: reader.string("ack_token"))
         }
     }
 

@@ -40,15 +40,21 @@ public struct GeofenceResult: Sendable, Equatable, Codable {
     public var status: GeofenceStatus
     /// Whole metres from the gate; nil when the position is unknown.
     public var distanceM: Int?
+    /// Where the visitor was, seen from the gate: whole degrees clockwise from true north
+    /// (0–359); nil when the position is unknown (or no longer kept: retention deletes
+    /// visitor locations, the distance stays).
+    public var bearingDeg: Int?
 
     enum CodingKeys: String, CodingKey {
         case status
         case distanceM = "distance_m"
+        case bearingDeg = "bearing_deg"
     }
 
-    public init(status: GeofenceStatus, distanceM: Int?) {
+    public init(status: GeofenceStatus, distanceM: Int?, bearingDeg: Int? = nil) {
         self.status = status
         self.distanceM = distanceM
+        self.bearingDeg = bearingDeg
     }
 
     public static let unknown = GeofenceResult(status: .unknown, distanceM: nil)
@@ -78,6 +84,18 @@ public enum Geofence {
         return 2 * earthRadius * asin(min(1, sqrt(h)))
     }
 
+    /// Initial great-circle bearing from `a` to `b`, whole degrees clockwise from true
+    /// north in 0...359; nil for the same point or a non-finite coordinate.
+    public static func bearing(from a: GeoPoint, to b: GeoPoint) -> Int? {
+        let radians = Double.pi / 180
+        let φ1 = a.lat * radians, φ2 = b.lat * radians, Δλ = (b.lon - a.lon) * radians
+        let y = sin(Δλ) * cos(φ2)
+        let x = cos(φ1) * sin(φ2) - sin(φ1) * cos(φ2) * cos(Δλ)
+        guard y.isFinite, x.isFinite, x != 0 || y != 0 else { return nil }
+        let degrees = (atan2(y, x) / radians).rounded()
+        return (Int(degrees) % 360 + 360) % 360
+    }
+
     /// `at_entrance` when distance ≤ radius + min(accuracy, 100 m); `away` otherwise;
     /// `unknown` without a location, without a gate position, or with accuracy > 500 m.
     public static func evaluate(location: VisitorLocation?, gate: GeoPoint?, radius: Double) -> GeofenceResult {
@@ -90,7 +108,8 @@ public enum Geofence {
         guard distance.isFinite else { return .unknown }
         let allowance = radius + min(location.accuracyM, maximumAccuracyAllowance)
         return GeofenceResult(status: distance <= allowance ? .atEntrance : .away,
-                              distanceM: Int(distance.rounded()))
+                              distanceM: Int(distance.rounded()),
+                              bearingDeg: bearing(from: gate, to: GeoPoint(lat: location.lat, lon: location.lon)))
     }
 
     /// pt-BR badge: `✓ Na entrada`, `⚠ A 340m da portaria`, `⚠ A 1,2km da portaria`,

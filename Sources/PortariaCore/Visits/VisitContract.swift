@@ -380,6 +380,22 @@ public enum ResolutionText {
         }
     }
 
+    /// "Maria autorizou às 14:32" — the line that replaces a delivery notification once
+    /// someone else (or the unit's delivery rule) decided it, in the company's time zone.
+    /// Unlike `alreadyResolved` it is news, not a refusal, so there is no "já".
+    public static func notice(_ resolution: VisitResolution, timeZone: TimeZone) -> String {
+        let time = clock(resolution.at, timeZone: timeZone)
+        if resolution.via == .auto {
+            return "Deixado na portaria automaticamente às \(time)"
+        }
+        let who = firstName(resolution.by.name)
+        switch resolution.action {
+        case .authorize: return "\(who) autorizou às \(time)"
+        case .deny: return "\(who) negou às \(time)"
+        case .leaveAtConcierge: return "\(who) pediu para deixar na portaria às \(time)"
+        }
+    }
+
     /// "Maria já atendeu às 14:32" — the visit was picked up by someone else.
     public static func alreadyAnswered(by person: PersonRef, at: Date, timeZone: TimeZone) -> String {
         "\(firstName(person.name)) já atendeu às \(clock(at, timeZone: timeZone))"

@@ -20,6 +20,8 @@ public final class Application: Sendable {
     public let iceServers: ICEServerProvider
     /// Delivers the push outbox; call `pushWorker.wake()` after committing an enqueue.
     public let pushWorker: PushWorker
+    /// The VAPID public key browsers subscribe with (uncompressed P-256 point).
+    public let vapidPublicKey: [UInt8]
     private let pushShutdown: @Sendable () -> Void
     private let pushWake: Task<Void, Never>
     /// Held for the life of the server on SQLite: one server per database file.
@@ -75,7 +77,16 @@ public final class Application: Sendable {
         auth.otpLimits = configuration.otpLimits
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
-        let push = try Self.pushProviders(configuration, log: log)
+        let vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
+                                             secretsKeyFile: configuration.secretsKeyFile, subject: configuration.vapidSubject)
+        let webPush = try WebPushProvider(vapid: vapid, hosts: configuration.webPushHosts, caFile: configuration.caFile, log: log)
+        log.info("Web Push enabled", ["hosts": .string(configuration.webPushHosts.patterns.joined(separator: ",")),
+                                      "subject": .string(configuration.vapidSubject)])
+        if !configuration.vapidSubjectGiven {
+            log.warning("no --vapid-subject: push services get a placeholder contact (Apple's refuses it); set --vapid-subject mailto:you@example.com")
+        }
+        vapidPublicKey = vapid.publicKey
+        let push = try Self.pushProviders(configuration, web: webPush, log: log)
         pushShutdown = push.shutdown
         var workerConfiguration = PushWorker.Configuration()
         workerConfiguration.lease = configuration.pushLease
@@ -90,7 +101,9 @@ public final class Application: Sendable {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
         }
 
-        DeviceRoutes(store: DeviceStore(database: database), authenticator: authenticator).register(on: router)
+        DeviceRoutes(store: DeviceStore(database: database), authenticator: authenticator,
+                     webPushHosts: configuration.webPushHosts).register(on: router)
+        WebPushRoutes(vapid: vapid).register(on: router)
         PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
@@ -143,10 +156,12 @@ public final class Application: Sendable {
 
     }
 
-    /// APNs and FCM from the configuration; the log-only sender for whatever has no credentials.
-    public static func pushProviders(_ configuration: ServerConfiguration, log: Log)
+    /// APNs and FCM from the configuration, Web Push when given; the log-only sender for
+    /// whatever has no credentials.
+    public static func pushProviders(_ configuration: ServerConfiguration, web: WebPushProvider? = nil, log: Log)
         throws -> (providers: PushProviders, shutdown: @Sendable () -> Void) {
         var shutdowns: [@Sendable () -> Void] = []
+        if let web { shutdowns.append { web.shutdown() } }
         let apns: any PushProvider
         if let keyFile = configuration.apnsKeyFile, let keyID = configuration.apnsKeyID,
            let teamID = configuration.apnsTeamID, let topic = configuration.apnsTopic {
@@ -172,7 +187,7 @@ public final class Application: Sendable {
             log.warning("no FCM service account (--fcm-service-account): Android pushes are only LOGGED, not sent")
         }
         let stop = shutdowns
-        return (PushProviders(apns: apns, fcm: fcm, web: LogPushProvider(platform: "web", log: log)), { stop.forEach { $0() } })
+        return (PushProviders(apns: apns, fcm: fcm, web: web ?? LogPushProvider(platform: "web", log: log)), { stop.forEach { $0() } })
     }
 
     public func start() async throws {

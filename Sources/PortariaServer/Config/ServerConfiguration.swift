@@ -15,6 +15,13 @@ public struct ServerConfiguration: Sendable {
     public var fcmServiceAccount: String?
     public var fcmEndpoint = "https://fcm.googleapis.com"
     public var caFile: String?
+    /// VAPID `sub` (RFC 8292): a mailto: or https: contact for the push services.
+    public var vapidSubject = "mailto:admin@portaria.invalid"
+    public var vapidSubjectGiven = false
+    /// PEM P-256 key; without it the key is made at first start and kept in the database.
+    public var vapidKeyFile: String?
+    /// Push services a browser subscription may point at.
+    public var webPushHosts = WebPushHosts.browsers
     public var smsWebhook: String?
     public var turnURL: String?
     public var turnSecret: String?
@@ -71,6 +78,9 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("fcm-service-account", help: "FCM v1 service-account JSON"),
         OptionSpec("fcm-endpoint", help: "default https://fcm.googleapis.com"),
         OptionSpec("ca-file", help: "extra CA bundle for outbound TLS"),
+        OptionSpec("vapid-subject", help: "Web Push contact (mailto:you@example.com or https://…) sent to the browsers' push services"),
+        OptionSpec("vapid-key-file", help: "Web Push VAPID key (PEM, EC P-256); default: made at first start and kept in the database"),
+        OptionSpec("web-push-hosts", help: "comma-separated push service hosts (*.suffix allowed) browser subscriptions may use (default: the browsers' own)"),
         OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
         OptionSpec("turn-url", help: "TURN relay for video calls: turn:host[:port] or turns:host[:port]"),
         OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret (prefer --turn-secret-file or the environment: ps shows arguments)"),
@@ -118,6 +128,16 @@ public struct ServerConfiguration: Sendable {
         configuration.fcmServiceAccount = options.value("fcm-service-account")
         configuration.fcmEndpoint = options.value("fcm-endpoint") ?? configuration.fcmEndpoint
         configuration.caFile = options.value("ca-file")
+        if let subject = options.value("vapid-subject") {
+            guard (subject.hasPrefix("mailto:") && subject.count > 7) || subject.hasPrefix("https://"),
+                  subject.utf8.count <= 256, !subject.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7f }) else {
+                throw UsageError("--vapid-subject must be mailto:address or an https:// URL")
+            }
+            configuration.vapidSubject = subject
+            configuration.vapidSubjectGiven = true
+        }
+        configuration.vapidKeyFile = options.value("vapid-key-file")
+        if let hosts = options.value("web-push-hosts") { configuration.webPushHosts = try WebPushHosts.parse(hosts) }
         configuration.smsWebhook = options.value("sms-webhook")
         configuration.turnURL = options.value("turn-url")
         configuration.turnSecret = options.value("turn-secret")

@@ -5,13 +5,15 @@ import PortariaCore
 struct DeviceRoutes {
     let store: DeviceStore
     let authenticator: Authenticator
+    var webPushHosts = WebPushHosts.browsers
 
     func register(on router: Router) {
         let store = store
         let authenticator = authenticator
+        let hosts = webPushHosts
         router.post("/v1/devices") { request in
             let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
-            let registration = try DeviceValidation.decode(request)
+            let registration = try DeviceValidation.decode(request, webPushHosts: hosts)
             let (device, created) = try await store.register(userID: caller.user.id, registration)
             return .json(device.view, status: created ? 201 : 200)
         }
@@ -34,7 +36,9 @@ struct DeviceRoutes {
 /// Strict checks on `POST /v1/devices`: unknown fields, wrong types and malformed tokens
 /// are refused with a 400 naming the field, before anything is written.
 enum DeviceValidation {
-    static func decode(_ request: HTTPRequest) throws -> DeviceRegistration {
+    /// The registration, checked; a web device's `push_token` is set to its subscription's
+    /// canonical form (what the outbox sends to and the unique index compares).
+    static func decode(_ request: HTTPRequest, webPushHosts: WebPushHosts = .browsers) throws -> DeviceRegistration {
         let raw = try request.decode(JSONValue.self)
         guard case .object(let object) = raw else { throw HTTPError.invalidRequest("the request body must be a JSON object") }
         for key in object.keys.sorted() where !DeviceRegistration.fieldNames.contains(key) {
@@ -45,12 +49,33 @@ enum DeviceValidation {
                 throw HTTPError.invalidRequest("capabilities.\(key) is not a known capability", field: "capabilities.\(key)")
             }
         }
-        let registration = try request.decode(DeviceRegistration.self)
-        try validate(registration)
+        if let webPush = object["web_push"] {
+            guard case .object(let fields) = webPush else { throw HTTPError.invalidRequest("web_push must be an object", field: "web_push") }
+            for key in fields.keys.sorted() where !WebPushSubscription.fieldNames.contains(key) {
+                throw HTTPError.invalidRequest("web_push.\(key) is not a field of a push subscription", field: "web_push.\(key)")
+            }
+            guard case .string? = fields["endpoint"] else {
+                throw HTTPError.invalidRequest("web_push.endpoint must be a string", field: "web_push.endpoint")
+            }
+            guard case .object(let keys)? = fields["keys"] else { throw HTTPError.invalidRequest("web_push.keys must be an object", field: "web_push.keys") }
+            for key in keys.keys.sorted() where !WebPushSubscription.keyFieldNames.contains(key) {
+                throw HTTPError.invalidRequest("web_push.keys.\(key) is not a subscription key", field: "web_push.keys.\(key)")
+            }
+            for key in ["p256dh", "auth"] {
+                guard case .string? = keys[key] else {
+                    throw HTTPError.invalidRequest("web_push.keys.\(key) must be a string", field: "web_push.keys.\(key)")
+                }
+            }
+        }
+        var registration = try request.decode(DeviceRegistration.self)
+        try validate(registration, webPushHosts: webPushHosts)
+        if let subscription = registration.webPush {
+            registration.pushToken = WebPushSubscriptionRules.storedToken(subscription)
+        }
         return registration
     }
 
-    static func validate(_ r: DeviceRegistration) throws {
+    static func validate(_ r: DeviceRegistration, webPushHosts: WebPushHosts = .browsers) throws {
         let idCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:")
         try require(!r.installationID.isEmpty && r.installationID.utf8.count <= 128
                     && r.installationID.unicodeScalars.allSatisfy(idCharacters.contains),
@@ -68,8 +93,18 @@ enum DeviceValidation {
             try require(isOpaqueToken(r.pushToken), field: "push_token", "push_token must be an FCM registration token (1–4096 printable characters)")
             try require(r.voipToken == nil, field: "voip_token", "voip_token exists only on iOS")
         default:
-            try require(isOpaqueToken(r.pushToken), field: "push_token", "push_token must be 1–4096 printable characters")
+            // A browser registers its PushSubscription; there is no token of its own.
+            try require(r.pushToken.isEmpty, field: "push_token", "a web device sends web_push, not push_token")
             try require(r.voipToken == nil, field: "voip_token", "voip_token exists only on iOS")
+            guard let subscription = r.webPush else {
+                throw HTTPError.invalidRequest("a web device needs web_push {endpoint, keys {p256dh, auth}}", field: "web_push")
+            }
+            if case .failure(let invalid) = WebPushSubscriptionRules.check(subscription, hosts: webPushHosts) {
+                throw HTTPError.invalidRequest(invalid.message, field: invalid.field)
+            }
+        }
+        if r.platform != "web" {
+            try require(r.webPush == nil, field: "web_push", "web_push exists only on the web")
         }
         try text(r.appVersion, "app_version", max: 64)
         try text(r.deviceName, "device_name", max: 128)

@@ -106,6 +106,17 @@ public struct DeviceStore: Sendable {
                 }
             }
             let id = existing?.id ?? UUID().uuidString.lowercased()
+            // An iOS renewal that omits `voip_token` (an older app renewing its alert token
+            // alone) keeps the VoIP token the installation has, with its status: treating
+            // the omission as "none" silently stopped the iPhone ringing (decision 0014).
+            // A dead VoIP token is still retired by APNs' answer, not by the app.
+            var registration = registration
+            var keptVoIPStatus: String?
+            if registration.platform == "ios", registration.voipToken == nil, let existing, existing.platform == "ios",
+               let kept = existing.voipToken {
+                registration.voipToken = kept
+                keptVoIPStatus = existing.voipTokenStatus
+            }
             // Take the tokens off any other row first (the unique indexes demand it).
             try db.execute("UPDATE devices SET push_token = NULL, push_token_status = 'moved', updated_at = ? WHERE push_token = ? AND id <> ?",
                            .date(at), .text(registration.pushToken), .text(id))
@@ -115,7 +126,8 @@ public struct DeviceStore: Sendable {
             }
             let caps = registration.capabilities ?? DeviceCapabilities()
             func optionalBool(_ value: Bool?) -> SQLValue { value.map(SQLValue.bool) ?? .null }
-            let voipStatus: SQLValue = registration.voipToken != nil ? "active" : (registration.platform == "ios" ? "missing" : .null)
+            let voipStatus: SQLValue = keptVoIPStatus.map(SQLValue.text)
+                ?? (registration.voipToken != nil ? "active" : (registration.platform == "ios" ? "missing" : .null))
             if let existing {
                 // A new token starts with a clean record; the same token keeps its history.
                 let tokenChanged = existing.pushToken != registration.pushToken || existing.voipToken != registration.voipToken

@@ -24,15 +24,19 @@ public final class ProviderKey: @unchecked Sendable {
         }
     }
 
-    /// Loads a PEM private key (PKCS#8 `BEGIN PRIVATE KEY`, as Apple's .p8 and Google's JSON hold).
-    public init(pem: String) throws {
+    /// An owned `EVP_PKEY` from PEM private key text, or nil (also used by `P256Key`).
+    static func readPrivateKey(pem: String) -> OpaquePointer? {
         let bytes = Array(pem.utf8)
-        let loaded: OpaquePointer? = bytes.withUnsafeBytes { buffer in
+        return bytes.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }
-        guard let loaded else { throw KeyError("not a PEM private key") }
+    }
+
+    /// Loads a PEM private key (PKCS#8 `BEGIN PRIVATE KEY`, as Apple's .p8 and Google's JSON hold).
+    public init(pem: String) throws {
+        guard let loaded = Self.readPrivateKey(pem: pem) else { throw KeyError("not a PEM private key") }
         key = loaded
         switch EVP_PKEY_get_base_id(loaded) {
         case EVP_PKEY_EC:

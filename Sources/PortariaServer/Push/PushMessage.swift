@@ -9,6 +9,12 @@ public enum PushKind: String, Sendable, Codable, CaseIterable {
     case ringCancelled = "ring_cancelled"
     /// A courier at the gate: an actionable notification.
     case delivery
+    /// Someone else decided a delivery: on iOS a passive alert that replaces the stale
+    /// actionable one (same collapse id), so nobody taps a decided delivery.
+    case deliveryResolved = "delivery_resolved"
+    /// The unit's delivery rule decided (`leave_at_concierge`, `ask_then_concierge`):
+    /// an informational alert, since nobody was asked.
+    case automaticResolution = "automatic_resolution"
     /// `portaria admin push-test`.
     case test
 }
@@ -42,9 +48,14 @@ public struct PushMessage: Codable, Sendable, Equatable {
     public var reason: String?
     /// Free text for `test` pushes.
     public var text: String?
+    /// For `delivery_resolved` / `automatic_resolution`: who decided what, when.
+    public var resolution: VisitResolution?
+    /// The company's IANA time zone, so a sentence says 14:32 where the building is.
+    public var timeZone: String?
 
     public init(visitID: String? = nil, callerName: String? = nil, unitLabel: String? = nil, visitKind: String? = nil,
-                carrier: String? = nil, geofence: Geofence? = nil, reason: String? = nil, text: String? = nil) {
+                carrier: String? = nil, geofence: Geofence? = nil, reason: String? = nil, text: String? = nil,
+                resolution: VisitResolution? = nil, timeZone: String? = nil) {
         self.visitID = visitID
         self.callerName = callerName
         self.unitLabel = unitLabel
@@ -53,6 +64,15 @@ public struct PushMessage: Codable, Sendable, Equatable {
         self.geofence = geofence
         self.reason = reason
         self.text = text
+        self.resolution = resolution
+        self.timeZone = timeZone
+    }
+
+    /// The resolution sentence of a `delivery_resolved` / `automatic_resolution` push.
+    var resolutionNotice: String? {
+        guard let resolution else { return nil }
+        let zone = timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(identifier: "America/Sao_Paulo") ?? .current
+        return ResolutionText.notice(resolution, timeZone: zone)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -60,7 +80,8 @@ public struct PushMessage: Codable, Sendable, Equatable {
         case callerName = "caller_name"
         case unitLabel = "unit_label"
         case visitKind = "kind"
-        case carrier, geofence, reason, text
+        case carrier, geofence, reason, text, resolution
+        case timeZone = "time_zone"
     }
 }
 
@@ -77,9 +98,14 @@ public struct OutgoingPush: Sendable, Equatable {
     /// After this instant the push is worthless (a ring nobody can answer any more).
     public var deadline: Date
     public var attempt: Int
+    /// The per-push capability every payload carries (`ack_token`): minted for this attempt
+    /// when the job was claimed; only its SHA-256 is stored (decision 0016). Every
+    /// renderer (APNs, FCM, Web Push) must put it beside `push_id`.
+    public var ackToken: String?
 
     public init(pushID: String, kind: PushKind, platform: String, tokenKind: TokenKind, token: String,
-                message: PushMessage, deadline: Date, attempt: Int = 1) {
+                message: PushMessage, deadline: Date, attempt: Int = 1, ackToken: String? = nil) {
+        self.ackToken = ackToken
         self.pushID = pushID
         self.kind = kind
         self.platform = platform

@@ -13,31 +13,104 @@ public struct PushReceipts: Sendable {
                                                               "oppo", "vivo", "realme", "oneplus", "meizu", "asus", "motorola"]
     public static let staleTokenDays = 30
 
+    /// How long a payload's `ack_token` acknowledges its push, counted from the job's
+    /// creation: an extension woken after a week offline is past any use of the receipt
+    /// (decision 0016).
+    public var capabilityLifetime: TimeInterval = 7 * 86_400
+    /// Refused capability acks one address may make per `refusalWindow`; past that every
+    /// capability ack from it is 429 before any lookup (the gate-token rule, 0013).
+    public var refusalLimit = 20
+    public var refusalWindow: TimeInterval = 600
+    /// An `ack_token` body is `{"ack_token":"<43 chars>"}`: anything much longer is not one.
+    public static let maxCapabilityBodyBytes = 1024
+    /// Hashes kept per job: one per attempt (8 at most) plus lease reclaims.
+    static let maxAckHashes = 16
+
     public init(database: any SQLDatabase) { self.database = database }
+
+    /// The job's hash list with `hash` appended, oldest dropped past `maxAckHashes`.
+    static func appendingAckHash(_ hash: String, to stored: String?) -> String {
+        let kept = (stored ?? "").split(separator: " ").map(String.init) + [hash]
+        return kept.suffix(maxAckHashes).joined(separator: " ")
+    }
+
+    /// Whether `token` is well formed: 32 bytes in base64url without padding.
+    public static func isWellFormedAckToken(_ token: String) -> Bool {
+        token.utf8.count == PushAckRequest.tokenLength && Base64URL.decode(token)?.count == 32
+    }
+
+    /// Why a capability acknowledgement was refused.
+    public enum CapabilityRefusal: Error, Equatable {
+        /// Unknown push, wrong token, another push's token, or an expired capability: one
+        /// answer for all (no oracle).
+        case notFound
+        /// This address was refused too often; seconds until it may try again.
+        case rateLimited(retryAfter: Int)
+    }
+
+    /// Records the receipt of `pushID` proven by the `ackToken` its payload carried, with no
+    /// session (a Notification Service Extension, an Android receiver woken hours later).
+    /// The token's hash is compared in constant time with every hash the job holds; an
+    /// unknown push, a wrong token, another push's token and a capability older than
+    /// `capabilityLifetime` are the same refusal. Refusals count against `address`.
+    public func acknowledge(pushID: String, ackToken: String, address: String) async throws -> Result<PushAck, CapabilityRefusal> {
+        let at = now()
+        let limiter = RateLimiter(database: database)
+        let bucket = "push-ack-refused:" + address
+        let seen = try await limiter.peek(bucket, window: refusalWindow, now: at)
+        if seen.count >= refusalLimit { return .failure(.rateLimited(retryAfter: max(1, seen.retryAfter))) }
+        // Hashed before the lookup, whatever the lookup finds, so an unknown push costs
+        // the same work as a known one with a wrong token.
+        let presented = Crypto.sha256(Array(Crypto.tokenHash(ackToken).utf8))
+        let lifetime = capabilityLifetime
+        let ack = try await database.write { db -> PushAck? in
+            guard pushID.utf8.count <= 64,
+                  let job = try db.queryOne("SELECT user_id, created_at, ack_token_hashes FROM push_jobs WHERE id = ?\(db.dialect.forUpdate)",
+                                            .text(pushID)),
+                  let userID = try job.string("user_id"), let created = try job.date("created_at") else { return nil }
+            var matches = false
+            for stored in (try job.string("ack_token_hashes") ?? "").split(separator: " ") {
+                // Fixed-length digests of both sides, so the comparison takes the same time
+                // whatever the stored text looks like.
+                matches = Crypto.constantTimeEquals(Crypto.sha256(Array(stored.utf8)), presented) || matches
+            }
+            guard matches, at < created.addingTimeInterval(lifetime) else { return nil }
+            return try Self.record(db, pushID: pushID, userID: userID, at: at, via: "ack_token")
+        }
+        if let ack { return .success(ack) }
+        let counted = try await limiter.hit(bucket, window: refusalWindow, now: at)
+        if counted.count > refusalLimit { return .failure(.rateLimited(retryAfter: max(1, counted.retryAfter))) }
+        return .failure(.notFound)
+    }
 
     /// Records the receipt of `pushID` by its user; idempotent (the first time is kept).
     /// Nil when the push does not exist or is someone else's.
     public func acknowledge(pushID: String, userID: String) async throws -> PushAck? {
         let at = now()
-        return try await database.write { db in
-            guard let job = try db.queryOne("SELECT device_id, acked_at, visit_id, kind FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
-                                            .text(pushID), .text(userID)) else { return nil }
-            if let acked = try job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
-            try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
-            if let visitID = try job.string("visit_id") {
-                // Receipts, not provider 200s, measure delivery: they join the timeline.
-                try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushReceipt, user: PersonRef(id: userID, name: ""),
-                                             deviceID: try job.string("device_id"), channel: "push",
-                                             detail: "receipt for \(try job.string("kind") ?? "push") \(pushID)", at: at)
-            }
-            if let device = try job.string("device_id") {
-                try db.execute("""
-                    UPDATE devices SET last_ack_at = ?, consecutive_failures = 0
-                    WHERE id = ? AND (last_ack_at IS NULL OR last_ack_at < ?)
-                    """, .date(at), .text(device), .date(at))
-            }
-            return PushAck(pushID: pushID, ackedAt: at)
+        return try await database.write { db in try Self.record(db, pushID: pushID, userID: userID, at: at, via: "bearer") }
+    }
+
+    /// Marks the job received (the first time only), adds the receipt to the visit's
+    /// timeline and the device's health. Both ways of acknowledging end here, so push
+    /// health counts them alike.
+    static func record(_ db: any SQLConnection, pushID: String, userID: String, at: Date, via: String) throws -> PushAck? {
+        guard let job = try db.queryOne("SELECT device_id, acked_at, visit_id, kind FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
+                                        .text(pushID), .text(userID)) else { return nil }
+        if let acked = try job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
+        try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
+        if let visitID = try job.string("visit_id") {
+            // Receipts, not provider 200s, measure delivery: they join the timeline.
+            try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushReceipt, user: PersonRef(id: userID, name: ""),
+                                         deviceID: try job.string("device_id"), channel: "push",
+                                         detail: "receipt for \(try job.string("kind") ?? "push") \(pushID) (\(via))", at: at)
         }
+        if let device = try job.string("device_id") {
+            try db.execute("""
+                UPDATE devices SET last_ack_at = ?, consecutive_failures = 0
+                WHERE id = ? AND (last_ack_at IS NULL OR last_ack_at < ?)
+                """, .date(at), .text(device), .date(at))
+        }
+        return PushAck(pushID: pushID, ackedAt: at)
     }
 
     /// Every device of the users of `companyID`, failing first.

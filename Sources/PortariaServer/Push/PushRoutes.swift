@@ -10,11 +10,30 @@ struct PushRoutes {
         let receipts = receipts
         let authenticator = authenticator
         router.post("/v1/push/{push_id}/ack") { request in
+            let pushID = try request.parameter("push_id").lowercased()
+            // Without a bearer, the payload's per-push capability (decision 0016). With no
+            // Authorization and no body either, the 401 says a credential is missing.
+            if request.header("authorization") == nil && !request.body.isEmpty {
+                guard request.body.count <= PushReceipts.maxCapabilityBodyBytes else {
+                    throw HTTPError(status: 413, code: .payloadTooLarge,
+                                    message: "the request body exceeds \(PushReceipts.maxCapabilityBodyBytes) bytes")
+                }
+                let body = try request.decode(PushAckRequest.self)
+                guard PushReceipts.isWellFormedAckToken(body.ackToken) else {
+                    throw HTTPError.invalidRequest("ack_token must be 43 characters of base64url (32 bytes)", field: "ack_token")
+                }
+                switch try await receipts.acknowledge(pushID: pushID, ackToken: body.ackToken, address: request.limitAddress) {
+                case .success(let ack): return .json(ack)
+                case .failure(.notFound): throw HTTPError.notFound("push not found")
+                case .failure(.rateLimited(let retryAfter)):
+                    throw HTTPError(status: 429, code: .rateLimited, message: "too many refused acknowledgements from this address; try again later",
+                                    headers: [("Retry-After", String(retryAfter))])
+                }
+            }
             // The receipt is about the user, not a company: no X-Company-Id needed (the app
             // acknowledges from a notification handler that may not know the context).
             let (user, _) = try await authenticator.authenticate(request)
-            guard let pushID = PushID(rawValue: try request.parameter("push_id").lowercased()),
-                  let ack = try await receipts.acknowledge(pushID: pushID.rawValue, userID: user.id) else {
+            guard PushID(rawValue: pushID) != nil, let ack = try await receipts.acknowledge(pushID: pushID, userID: user.id) else {
                 throw HTTPError.notFound("push not found")
             }
             return .json(ack)

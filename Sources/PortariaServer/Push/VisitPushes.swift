@@ -53,11 +53,57 @@ enum VisitPushes {
                     if let device = answered?.data["device_id"]?.stringValue { cancel.excludedInstallations = [device] }
                 }
                 written += try PushOutbox.enqueue(db, cancel, now: at).count
+            case "visit.resolved" where data["kind"]?.stringValue == "delivery":
+                written += try enqueueResolutionNotice(db, visitID: visitID, data: data, at: at)
             default:
                 continue
             }
         }
         return written
+    }
+
+    /// How long a resolution notice is worth delivering: long enough for a phone that
+    /// was briefly offline, not so long that it lands the next morning.
+    static let noticeLifetime: TimeInterval = 6 * 3600
+
+    /// A decided delivery: the residents whose phones got its actionable alert get a
+    /// replacing one without actions ("Maria autorizou às 14:32"), except the resolver;
+    /// an automatic decision is announced to every resident to notify (`notify_user_ids`)
+    /// as well, since nobody was asked.
+    private static func enqueueResolutionNotice(_ db: any SQLConnection, visitID: String, data: JSONValue, at: Date) throws -> Int {
+        guard let action = data["action"]?.stringValue.flatMap(ResolutionAction.init(rawValue:)),
+              let via = data["via"]?.stringValue.flatMap(ResolutionChannel.init(rawValue:)) else { return 0 }
+        let resolvedAt = (data["at"]?.stringValue).flatMap(Timestamp.parse) ?? at
+        let by = PersonRef(id: data["by"]?["id"]?.stringValue ?? "", name: data["by"]?["name"]?.stringValue ?? "")
+        // Those whose alert may be on screen: a delivery job that was not withdrawn
+        // before sending (the ring_cancelled of this same transaction withdrew the rest).
+        var alerted: [String] = []
+        for row in try db.query("""
+            SELECT DISTINCT user_id FROM push_jobs WHERE visit_id = ? AND kind = 'delivery' AND status <> 'cancelled' ORDER BY user_id
+            """, .text(visitID)) {
+            if let user = try row.string("user_id") { alerted.append(user) }
+        }
+        let zone = try db.queryOne("""
+            SELECT c.timezone FROM visits v JOIN companies c ON c.id = v.company_id WHERE v.id = ?
+            """, .text(visitID))?.string("timezone")
+        let message = PushMessage(visitID: visitID, unitLabel: data["unit_label"]?.stringValue, visitKind: "delivery",
+                                  resolution: VisitResolution(action: action, by: by, at: resolvedAt, via: via), timeZone: zone)
+        let kind: PushKind
+        var users: [String]
+        if via == .auto {
+            kind = .automaticResolution
+            users = data["notify_user_ids"].flatMap { value -> [String]? in
+                if case .array(let ids) = value { return ids.compactMap(\.stringValue) }
+                return nil
+            } ?? []
+            for user in alerted where !users.contains(user) { users.append(user) }
+        } else {
+            // The resolver's own tap already answered on their phone.
+            kind = .deliveryResolved
+            users = alerted.filter { $0 != by.id }
+        }
+        return try PushOutbox.enqueue(db, PushRequest(userIDs: users, kind: kind, message: message,
+                                                      deadline: at.addingTimeInterval(noticeLifetime)), now: at).count
     }
 
     private static func carrier(_ db: any SQLConnection, visitID: String) throws -> String? {

@@ -22,7 +22,80 @@ public enum Schema {
         ]),
         Migration(version: 7, name: "devices_per_user", statements: devicesPerUser),
         Migration(version: 8, name: "visits_unanswered_indexes", statements: visitsUnanswered),
+        Migration(version: 9, name: "push_ack_capability", statements: [
+            // The SHA-256 (hex, space-separated, newest last) of every `ack_token` this job's
+            // payloads carried: one per attempt, so whichever attempt reached the phone can
+            // acknowledge it without a session. The tokens themselves are never stored
+            // (decision 0016).
+            .init("ALTER TABLE push_jobs ADD COLUMN ack_token_hashes TEXT"),
+        ]),
+        Migration(version: 10, name: "push_resolution_kinds", statements: pushResolutionKinds),
     ]
+
+    /// Two push kinds for decided deliveries (`delivery_resolved`, `automatic_resolution`):
+    /// the CHECK on `push_jobs.kind` is widened. PostgreSQL swaps the constraint; SQLite
+    /// cannot alter one, so it rebuilds `push_jobs` and `push_attempts`, which hangs off it
+    /// (dropping `push_jobs` alone would cascade into the attempts). `SELECT *` is
+    /// deliberate: a column added by an earlier migration makes the copy fail loudly
+    /// instead of being dropped in silence.
+    static let pushResolutionKinds: [Migration.Statement] = {
+        let kinds = "'visit_ring', 'ring_cancelled', 'delivery', 'delivery_resolved', 'automatic_resolution', 'test'"
+        let sqliteOnly: [String] = [
+            """
+            CREATE TABLE push_jobs_v10 (
+                id TEXT PRIMARY KEY,
+                device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+                user_id TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN (\(kinds))),
+                platform TEXT NOT NULL,
+                token_kind TEXT NOT NULL CHECK (token_kind IN ('push', 'voip')),
+                token TEXT NOT NULL,
+                visit_id TEXT,
+                message TEXT NOT NULL,
+                status TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'expired', 'cancelled')),
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at BIGINT NOT NULL,
+                deadline_at BIGINT NOT NULL,
+                lease_owner TEXT,
+                lease_until BIGINT,
+                created_at BIGINT NOT NULL,
+                sent_at BIGINT,
+                acked_at BIGINT,
+                provider_id TEXT,
+                last_error TEXT,
+                ack_token_hashes TEXT)
+            """,
+            "INSERT INTO push_jobs_v10 SELECT * FROM push_jobs",
+            """
+            CREATE TABLE push_attempts_v10 (
+                id TEXT PRIMARY KEY,
+                push_id TEXT NOT NULL REFERENCES push_jobs_v10(id) ON DELETE CASCADE,
+                device_id TEXT NOT NULL,
+                attempt INTEGER NOT NULL,
+                at BIGINT NOT NULL,
+                provider TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                http_status INTEGER,
+                reason TEXT,
+                duration_ms INTEGER,
+                instance TEXT NOT NULL)
+            """,
+            "INSERT INTO push_attempts_v10 SELECT * FROM push_attempts",
+            "DROP TABLE push_attempts",
+            "DROP TABLE push_jobs",
+            "ALTER TABLE push_jobs_v10 RENAME TO push_jobs",
+            "ALTER TABLE push_attempts_v10 RENAME TO push_attempts",
+            "CREATE INDEX push_jobs_due ON push_jobs (status, next_attempt_at)",
+            "CREATE INDEX push_jobs_device ON push_jobs (device_id, status)",
+            "CREATE INDEX push_jobs_visit ON push_jobs (visit_id)",
+            "CREATE INDEX push_attempts_push ON push_attempts (push_id)",
+        ]
+        return sqliteOnly.map { Migration.Statement($0, postgres: "SELECT 1") } + [
+            .init("SELECT 1", postgres: "ALTER TABLE push_jobs DROP CONSTRAINT IF EXISTS push_jobs_kind_check"),
+            .init("SELECT 1", postgres: "ALTER TABLE push_jobs ADD CONSTRAINT push_jobs_kind_check CHECK (kind IN (\(kinds)))"),
+        ]
+    }()
 
     /// The pendências list (`status = 'unanswered'`) used the (unit|company, created_at)
     /// indexes and skipped every answered visit on its way: a unit's whole history per

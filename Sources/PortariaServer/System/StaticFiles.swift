@@ -25,8 +25,9 @@ import PortariaCore
 struct StaticFiles: Sendable {
     let root: String
 
-    /// Sections of `Web/` served when their folder exists.
-    static let sections = ["gate", "app", "admin"]
+    /// Sections of `Web/` served when their folder exists. `shared` holds the modules the
+    /// others import (the API client, the video call); it has no page of its own.
+    static let sections = ["gate", "app", "admin", "shared"]
 
     /// File types served; anything else answers 404.
     static let types = [

@@ -47,7 +47,8 @@ struct VisitRow: Sendable {
 enum VisitStore {
     static let select = """
         SELECT v.id, v.company_id, c.timezone, v.unit_id, u.label AS unit_label, v.kind, v.visitor_name, v.carrier,
-               v.status, v.geofence_status, v.geofence_distance_m, v.delivery_rule, v.ring_mode, v.answered_by,
+               v.status, v.geofence_status, v.geofence_distance_m, v.location_lat, v.location_lon, c.gate_lat, c.gate_lon,
+               v.delivery_rule, v.ring_mode, v.answered_by,
                v.answered_by_name, v.answered_at, v.ring_deadline, v.expires_at, v.created_at, v.updated_at,
                r.action AS r_action, r.user_id AS r_user_id, r.user_name AS r_user_name, r.via AS r_via,
                r.created_at AS r_at
@@ -67,6 +68,14 @@ enum VisitStore {
                                          via: ResolutionChannel(rawValue: try row.required.string("r_via")) ?? .app)
         }
         let required = row.required
+        let distance = try row.int("geofence_distance_m").map(Int.init)
+        let geofenceStatus = GeofenceStatus(rawValue: try required.string("geofence_status")) ?? .unknown
+        // From the stored position while it is kept (retention deletes it; the distance stays).
+        var bearing: Int?
+        if geofenceStatus != .unknown, let lat = try row.double("location_lat"), let lon = try row.double("location_lon"),
+           let gateLat = try row.double("gate_lat"), let gateLon = try row.double("gate_lon") {
+            bearing = Geofence.bearing(from: GeoPoint(lat: gateLat, lon: gateLon), to: GeoPoint(lat: lat, lon: lon))
+        }
         return VisitRow(
             id: try required.string("id"), companyID: try required.string("company_id"),
             timeZone: try required.string("timezone"),
@@ -74,8 +83,7 @@ enum VisitStore {
             kind: VisitKind(rawValue: try required.string("kind")) ?? .visit,
             visitorName: try required.string("visitor_name"), carrier: try row.string("carrier"),
             status: VisitStatus(rawValue: try required.string("status")) ?? .ringing,
-            geofence: GeofenceResult(status: GeofenceStatus(rawValue: try required.string("geofence_status")) ?? .unknown,
-                                     distanceM: try row.int("geofence_distance_m").map(Int.init)),
+            geofence: GeofenceResult(status: geofenceStatus, distanceM: distance, bearingDeg: bearing),
             deliveryRule: DeliveryRule(rawValue: try required.string("delivery_rule")) ?? .ask,
             ringMode: RingMode(rawValue: try required.string("ring_mode")) ?? .sequential,
             answeredBy: try row.string("answered_by").map { PersonRef(id: $0, name: try row.string("answered_by_name") ?? "") },

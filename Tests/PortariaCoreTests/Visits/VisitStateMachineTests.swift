@@ -109,7 +109,7 @@ struct GeofenceTests {
     @Test("a point 340 m away is away and reads A 340m")
     func away340() {
         let result = Geofence.evaluate(location: Self.north(340), gate: Self.gate, radius: 50)
-        #expect(result == GeofenceResult(status: .away, distanceM: 340))
+        #expect(result == GeofenceResult(status: .away, distanceM: 340, bearingDeg: 0))
         #expect(result.badge == "⚠ A 340m da portaria")
     }
 

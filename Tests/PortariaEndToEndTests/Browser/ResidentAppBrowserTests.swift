@@ -7,14 +7,21 @@ import Testing
 @Suite("Resident web client in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
 struct ResidentAppBrowserTests {
     /// Rings A-101 from the demo gate as `name`; returns the visit id.
-    func ring(_ server: TestServer, name: String) async throws -> String {
+    func ring(_ server: TestServer, name: String, kind: String = "visit") async throws -> String {
+        try await ringWithToken(server, name: name, kind: kind).id
+    }
+
+    /// Rings A-101 from the demo gate; returns the visit id and the visitor token.
+    func ringWithToken(_ server: TestServer, name: String, kind: String = "visit") async throws -> (id: String, token: String) {
         let gate = try await server.request("GET", "/v1/gates/demo-gate")
         let units = try #require(try gate.json()["units"] as? [[String: Any]])
         let unit = try #require(units.first { $0["label"] as? String == "A-101" }?["id"] as? String)
+        let carrier = kind == "delivery" ? #","carrier":"Loggi""# : ""
         let created = try await server.postJSON("/v1/gates/demo-gate/visits",
-                                                #"{"unit_id":"\#(unit)","kind":"visit","visitor_name":"\#(name)"}"#)
+                                                #"{"unit_id":"\#(unit)","kind":"\#(kind)","visitor_name":"\#(name)"\#(carrier)}"#)
         try #require(created.status == 201, "\(created.status) \(created.text)")
-        return try #require((try created.json()["visit"] as? [String: Any])?["id"] as? String)
+        let body = try created.json()
+        return (try #require((body["visit"] as? [String: Any])?["id"] as? String), try #require(body["visitor_token"] as? String))
     }
 
     @Test("Maria logs in, authorizes with one tap, and sees who was first on a visit João denied")
@@ -39,7 +46,7 @@ struct ResidentAppBrowserTests {
 
                 // One tap authorizes the first visit.
                 try await browser.click(css: "li.visit[data-id='\(first)'] button[data-action=authorize]")
-                try await browser.waitForText("li.visit[data-id='\(first)'] .message", containing: "Pronto")
+                try await browser.waitForText("li.visit[data-id='\(first)'] .message", containing: "Visita autorizada")
                 let maria = try await RealtimeTests.login(server, "maria")
                 let headers = [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)]
                 let resolved = try await server.request("GET", "/v1/visits/\(first)", headers: headers).json()

@@ -76,4 +76,25 @@ struct StaticFilesTests {
             #expect(truncated.status == 404 || truncated.text == "export {};")
         }
     }
+
+    @Test("Web/shared/tokens.css is what scripts/make-tokens generates from design/tokens.json, and is served")
+    func designTokensAreFresh() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", root.appendingPathComponent("scripts/make-tokens").path, "--check"]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        // Not waitUntilExit(): on Linux it spins a run loop on this cooperative thread.
+        #expect(await waitForExit(process, within: .seconds(30)))
+        let message = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(message)")
+        try await TestServer.with(["--demo"]) { server in
+            let css = try await server.request("GET", "/shared/tokens.css")
+            #expect(css.status == 200 && css.header("content-type") == "text/css; charset=utf-8")
+            #expect(css.text.contains("--authorize: #0a6b2d;"))
+        }
+    }
 }

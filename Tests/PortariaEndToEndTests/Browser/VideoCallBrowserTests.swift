@@ -74,10 +74,12 @@ struct VideoCallBrowserTests {
                     await gate.screenshot("call-gate")
                     await app.screenshot("call-app")
 
-                    // During the call Maria authorizes from the same screen.
-                    try await app.click(css: "li.visit[data-id='\(visitID)'] button[data-action=authorize]")
+                    // During the call Maria authorizes inside the call, without leaving it.
+                    #expect(try await app.execute("return [...document.querySelectorAll('#call-actions button')].map(b => b.textContent)")
+                            as? [String] == ["Autorizar", "Negar"])
+                    try await app.click(css: "#call-actions button[data-action=authorize]")
                     try await gate.waitForText("#visit-state", containing: "Autorizado — pode entrar", within: .seconds(10))
-                    try await app.waitForText("li.visit[data-id='\(visitID)'] .message", containing: "Pronto")
+                    try await app.waitForText("li.visit[data-id='\(visitID)'] .message", containing: "Visita autorizada")
 
                     // The call is over on both sides: state ended, camera and microphone released.
                     let ended = """

@@ -26,7 +26,9 @@ struct AdminPageBrowserTests {
             let router = Router()
             AuthRoutes(auth: fixture.auth.auth, authenticator: fixture.auth.authenticator).register(on: router)
             PushRoutes(receipts: PushReceipts(database: fixture.database), authenticator: fixture.auth.authenticator).register(on: router)
+            // The page and the shared modules it imports (the API client).
             StaticFiles(root: Repository.root + "/Web").register(on: router, section: "admin")
+            StaticFiles(root: Repository.root + "/Web").register(on: router, section: "shared")
             var configuration = HTTPServerConfiguration()
             configuration.port = 0
             let server = HTTPServer(router: router, configuration: configuration)

@@ -53,6 +53,40 @@ struct DeviceRegistryTests {
         }
     }
 
+    @Test("an iOS renewal without voip_token keeps the VoIP token and its status: the iPhone still rings", arguments: backends)
+    func renewalKeepsVoIPToken(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            let demo = try await fixture.companyID("Residencial Demo")
+            let maria = try await fixture.login("maria")
+            let voip = hexToken()
+            let created = await fixture.client.call("POST", "/v1/devices", token: maria, company: demo, json:
+                #"{"installation_id":"inst-keep","platform":"ios","push_token":"\#(hexToken())","voip_token":"\#(voip)"}"#)
+            #expect(created.status == 201)
+            let deviceID = try #require(created.body["id"]?.stringValue)
+            // The alert token renewed alone (no voip_token member at all).
+            let renewed = await fixture.client.call("POST", "/v1/devices", token: maria, company: demo, json:
+                #"{"installation_id":"inst-keep","platform":"ios","push_token":"\#(hexToken())"}"#)
+            #expect(renewed.status == 200)
+            #expect(renewed.body["voip_token_status"]?.stringValue == "active")
+            #expect(try await DeviceStore(database: fixture.database).device(id: deviceID)?.voipToken == voip)
+            let jobs = try await fixture.enqueue(PushRequest(userID: try await fixture.userID("maria"), kind: .visitRing,
+                                                             message: ringMessage(), deadline: Date().addingTimeInterval(20)))
+            #expect(jobs.map(\.tokenKind) == [.voip], "the ring still goes to PushKit")
+
+            // A token APNs declared dead stays dead: keeping it does not revive it.
+            try await fixture.database.write { db in
+                _ = try db.execute("UPDATE devices SET voip_token_status = 'unregistered' WHERE id = ?", .text(deviceID))
+            }
+            let again = await fixture.client.call("POST", "/v1/devices", token: maria, company: demo, json:
+                #"{"installation_id":"inst-keep","platform":"ios","push_token":"\#(hexToken())"}"#)
+            #expect(again.body["voip_token_status"]?.stringValue == "unregistered")
+            // A new VoIP token from PushKit replaces it and is active.
+            let fresh = await fixture.client.call("POST", "/v1/devices", token: maria, company: demo, json:
+                #"{"installation_id":"inst-keep","platform":"ios","push_token":"\#(hexToken())","voip_token":"\#(hexToken())"}"#)
+            #expect(fresh.body["voip_token_status"]?.stringValue == "active")
+        }
+    }
+
     @Test("the same install logged in by another user gets a row of its own; the old row stops ringing", arguments: [Backend.sqlite])
     func installationChangesUser(backend: Backend) async throws {
         try await PushFixture.with(backend) { fixture in

@@ -21,7 +21,7 @@ struct OutboxTests {
             } catch is Boom {}
             let count = try await fixture.database.read { db in try db.queryOne("SELECT COUNT(*) AS n FROM push_jobs", [])?.int("n") }
             #expect(count == 0)
-            // Maria's A-101 ring reaches her iPhone as VoIP; a web device gets nothing.
+            // Maria's A-101 ring reaches her iPhone as VoIP; a web row without a push subscription gets nothing.
             try await fixture.register("maria", platform: "web", pushToken: "https://push.example/sub/1")
             let jobs = try await fixture.enqueue(PushRequest(userIDs: [maria], kind: .visitRing, message: ringMessage(), deadline: Date().addingTimeInterval(20)))
             #expect(jobs.map(\.platform) == ["ios"])

@@ -87,9 +87,48 @@ struct PushPayloadContractTests {
         #expect(fcmTest == .test(pushID: "p-4", text: "oi"))
     }
 
+    @Test("a decided delivery reaches the app with the same fields from both providers; an iPhone without VoIP token decodes its alert ring as a ring")
+    func resolutionsAndAlertRing() async throws {
+        let providers = try await Providers.make()
+        defer { providers.stop() }
+        let at = try #require(Timestamp.parse("2026-11-30T17:32:00Z"))
+        for (kind, resolution, text) in [
+            (PushKind.deliveryResolved, VisitResolution(action: .deny, by: PersonRef(id: "u-1", name: "João Souza"), at: at, via: .notification),
+             "João negou às 14:32"),
+            (PushKind.automaticResolution, VisitResolution(action: .leaveAtConcierge, by: .automatic, at: at, via: .auto),
+             "Deixado na portaria automaticamente às 14:32"),
+        ] {
+            let push = OutgoingPush(pushID: "p-9", kind: kind, platform: "ios", tokenKind: .push, token: hexToken(),
+                                    message: PushMessage(visitID: "v-9", unitLabel: "A-101", visitKind: "delivery", resolution: resolution,
+                                                         timeZone: "America/Sao_Paulo"),
+                                    deadline: Self.deadline)
+            let expected = PushPayload.deliveryResolved(DeliveryResolvedPush(
+                pushID: "p-9", visitID: "v-9", unitLabel: "A-101", action: resolution.action,
+                resolvedByName: resolution.via == .auto ? nil : resolution.by.name, resolvedAt: at, via: resolution.via, text: text))
+            let (apns, fcm) = try providers.decodeBoth(push)
+            #expect(apns == expected)
+            #expect(fcm == expected)
+            #expect(providers.apns.render(push).collapseID == "v-9")
+        }
+        let alertRing = OutgoingPush(pushID: "p-1", kind: .visitRing, platform: "ios", tokenKind: .push, token: hexToken(),
+                                     message: PushMessage(visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", visitKind: "visit",
+                                                          geofence: .init(status: "away", distanceM: 339.6)),
+                                     deadline: Self.deadline)
+        let expected = PushPayload.ring(RingPush(pushID: "p-1", visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", kind: .visit,
+                                                 geofence: GeofenceResult(status: .away, distanceM: 340), expiresAt: Self.deadline))
+        #expect(try providers.decodeBoth(alertRing).apns == expected)
+        #expect(providers.apns.render(alertRing).pushType == "alert")
+        // A VoIP ring never carries a collapse id (PushKit ignores it; each ring is a call).
+        var voip = alertRing
+        voip.tokenKind = .voip
+        #expect(providers.apns.render(voip).collapseID == nil)
+        #expect(providers.apns.render(voip).pushType == "voip")
+    }
+
     @Test("the server's push kinds map onto the app's payload types")
     func kindsCovered() {
-        let mapped: [PushKind: PushPayloadType] = [.visitRing: .visitRing, .ringCancelled: .ringCancelled, .delivery: .delivery, .test: .test]
+        let mapped: [PushKind: PushPayloadType] = [.visitRing: .visitRing, .ringCancelled: .ringCancelled, .delivery: .delivery,
+                                                   .deliveryResolved: .deliveryResolved, .automaticResolution: .deliveryResolved, .test: .test]
         #expect(Set(mapped.keys) == Set(PushKind.allCases))
         #expect(Set(mapped.values) == Set(PushPayloadType.allCases))
     }

@@ -225,7 +225,8 @@ struct VisitFlowTests {
             let lat = -23.561684 + 340 / (Geofence.earthRadius * Double.pi / 180)
             let (id, _) = try await f.ring(location: #"{"lat":\#(lat),"lon":-46.655981,"accuracy_m":20}"#)
             let visit = try await f.visit(id)
-            #expect(visit.geofence == GeofenceResult(status: .away, distanceM: 340))
+            // Due north of the gate: bearing 0°.
+            #expect(visit.geofence == GeofenceResult(status: .away, distanceM: 340, bearingDeg: 0))
             #expect(visit.geofenceBadge == "⚠ A 340m da portaria")
             let (unknown, _) = try await f.ring()
             #expect(try await f.visit(unknown).geofence == .unknown)

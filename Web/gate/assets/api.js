@@ -1,16 +1,10 @@
-// Talks to the Portaria API of this origin and turns every failure into a sentence in
+// The gate's wording of the shared API client: every failure becomes a sentence in
 // Portuguese a visitor can act on. Nothing here swallows an error: callers get an
 // ApiError and show its `message`.
 
-export class ApiError extends Error {
-  constructor(message, { status = 0, code = "", field = "", retryAfter = 0 } = {}) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    this.field = field;
-    this.retryAfter = retryAfter;
-  }
-}
+import * as shared from "../../shared/api.js";
+
+export { ApiError } from "../../shared/api.js";
 
 const FIELD_MESSAGES = {
   visitor_name: "Informe seu nome (até 80 letras).",
@@ -49,47 +43,17 @@ function capitalize(text) {
 }
 
 /**
- * One request. `body` is an object (sent as JSON) or a Blob (sent raw with its type).
+ * One request through the shared client (`Web/shared/api.js`), worded for a visitor.
  * Resolves with the decoded JSON; rejects with an ApiError in Portuguese.
  */
-export async function request(method, path, { body, token, what = "", timeoutMs = 20000 } = {}) {
-  const headers = { Accept: "application/json" };
-  let payload;
-  if (body instanceof Blob) {
-    payload = body;
-    headers["Content-Type"] = body.type || "application/octet-stream";
-  } else if (body !== undefined) {
-    payload = JSON.stringify(body);
-    headers["Content-Type"] = "application/json";
-  }
-  if (token) headers.Authorization = `Bearer ${token}`;
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), timeoutMs);
-  let response;
-  try {
-    response = await fetch(path, {
-      method, headers, body: payload, signal: controller.signal,
-      cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
-    });
-  } catch (error) {
-    const timedOut = error && error.name === "AbortError";
-    throw new ApiError(timedOut
-      ? "A portaria demorou demais para responder. Verifique a internet e tente de novo."
-      : "Sem conexão com a portaria. Verifique a internet e tente de novo.");
-  } finally {
-    clearTimeout(timer);
-  }
-  const text = await response.text().catch(() => "");
-  let json = null;
-  if (text) {
-    try { json = JSON.parse(text); } catch { json = null; }
-  }
-  if (!response.ok) {
-    const error = (json && json.error) || {};
-    const retryAfter = Number(response.headers.get("Retry-After")) || 0;
-    const field = typeof error.field === "string" ? error.field : "";
-    throw new ApiError(describe(response.status, error.code || "", field, retryAfter, what),
-      { status: response.status, code: error.code || "", field, retryAfter });
-  }
-  return json;
+export function request(method, path, { body, token, what = "", timeoutMs = 20000 } = {}) {
+  return shared.request(method, path, {
+    body, token, timeoutMs,
+    describe: (status, error, retryAfter) => describe(status, error.code || "",
+      typeof error.field === "string" ? error.field : "", retryAfter, what),
+    transport: {
+      offline: "Sem conexão com a portaria. Verifique a internet e tente de novo.",
+      timedOut: "A portaria demorou demais para responder. Verifique a internet e tente de novo.",
+    },
+  });
 }

@@ -3,7 +3,7 @@
 
 import { request, ApiError } from "./api.js";
 import { VisitFollower } from "./live.js";
-import { VideoCall } from "./call.js";
+import { VideoCall } from "../../shared/call.js";
 import { Camera, locate, mediaAvailable, VoiceRecorder } from "./media.js";
 
 const $ = (id) => document.getElementById(id);

@@ -112,14 +112,57 @@ public final class APNsProvider: PushProvider {
         public var expiration: Int64
         public var payload: [UInt8]
         public var limit: Int
+        /// `apns-collapse-id`: the visit id for every alert about a visit, so a later alert
+        /// replaces the earlier one on the phone instead of stacking beside it.
+        public var collapseID: String? = nil
+    }
+
+    /// Apple limits `apns-collapse-id` to 64 bytes (a UUID is 36).
+    static func collapseID(_ visitID: String?) -> String? {
+        guard let visitID, !visitID.isEmpty, visitID.utf8.count <= 64 else { return nil }
+        return visitID
     }
 
     public func render(_ push: OutgoingPush) -> Rendered {
         let m = push.message
         let expiration = Int64(push.deadline.timeIntervalSince1970.rounded(.down))
         var common: [String: JSONValue] = ["push_id": .string(push.pushID)]
+        // Beside `aps`, so the Notification Service Extension can acknowledge without a
+        // session (decision 0016).
+        if let ackToken = push.ackToken { common["ack_token"] = .string(ackToken) }
         if let visit = m.visitID { common["visit_id"] = .string(visit) }
         switch push.kind {
+        case .visitRing where push.tokenKind == .push:
+            // An iPhone without a PushKit token (VoIP refused, old app): a time-sensitive
+            // alert with sound breaks through Focus and the lock screen, which is the
+            // nearest an alert gets to ringing. The VISIT category offers Atender / Negar;
+            // the fields are the VoIP push's, so the app decodes it the same way.
+            var body = common
+            body["type"] = "visit.ring"
+            let caller = String((m.callerName ?? "Visitante").prefix(200))
+            body["caller_name"] = .string(caller)
+            body["unit_label"] = .string(m.unitLabel ?? "")
+            body["kind"] = .string(m.visitKind ?? "visit")
+            body["expires_at"] = .string(Timestamp.format(push.deadline))
+            var geofence: [String: JSONValue] = ["status": .string(m.geofence?.status ?? "unknown")]
+            if let distance = m.geofence?.distanceM { geofence["distance_m"] = .number(distance.rounded()) }
+            body["geofence"] = .object(geofence)
+            if let carrier = m.carrier { body["carrier"] = .string(carrier) }
+            let badge = GeofenceResult(status: (m.geofence?.status).flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown,
+                                       distanceM: (m.geofence?.distanceM).flatMap { $0.isFinite && abs($0) < 1e9 ? Int($0.rounded()) : nil }).badge
+            body["aps"] = .object([
+                "alert": .object(["title": .string("\(caller) está na portaria"),
+                                  "body": .string("Visita para \(m.unitLabel ?? "sua unidade") · \(badge)")]),
+                "category": .string(NotificationCategoryID.visit),
+                "interruption-level": "time-sensitive",
+                "sound": "default",
+                // The Notification Service Extension acknowledges receipt (push health).
+                "mutable-content": .number(1),
+            ])
+            var rendered = Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
+                                    payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+            rendered.collapseID = Self.collapseID(m.visitID)
+            return rendered
         case .visitRing:
             // PushKit: the app must report the call to CallKit before any network call,
             // so everything the call screen shows travels in the payload.
@@ -151,27 +194,70 @@ public final class APNsProvider: PushProvider {
             body["unit_label"] = .string(m.unitLabel ?? "")
             body["caller_name"] = .string(String((m.callerName ?? "").prefix(200)))
             if let carrier = m.carrier { body["carrier"] = .string(carrier) }
-            let who = [m.carrier, m.callerName].compactMap { $0 }.joined(separator: " — ")
             // The category names the three actions the app registered (authorize,
-            // leave_at_concierge, deny); time-sensitive breaks through Focus.
+            // leave_at_concierge, deny); time-sensitive breaks through Focus. Without
+            // mutable-content no Notification Service Extension runs: no photo, and no
+            // receipt, so push health would call every iPhone failing.
             body["aps"] = .object([
-                "alert": .object(["title": .string("Entrega para \(m.unitLabel ?? "sua unidade")"),
-                                  "body": .string(who.isEmpty ? "Um entregador está na portaria" : "\(who) está na portaria")]),
-                "category": "DELIVERY",
+                "alert": .object(["title": .string(Self.deliveryTitle(m)),
+                                  "body": .string(Self.deliveryBody(m))]),
+                "category": .string(NotificationCategoryID.delivery),
                 "interruption-level": "time-sensitive",
                 "sound": "default",
+                "mutable-content": .number(1),
             ])
-            return Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
-                            payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+            var rendered = Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
+                                    payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+            // A later "Maria autorizou às 14:32" (same collapse id) replaces this alert.
+            rendered.collapseID = Self.collapseID(m.visitID)
+            return rendered
+        case .deliveryResolved, .automaticResolution:
+            // Replaces the delivery alert (same collapse id) with one that has no actions,
+            // so nobody taps a decided delivery. Someone else's decision is passive (no
+            // sound, no screen wake); an automatic one is announced as a normal alert,
+            // since nobody was asked — but silently, the courier needs nobody.
+            var body = common
+            body["type"] = .string(PushPayloadType.deliveryResolved.rawValue)
+            body["unit_label"] = .string(m.unitLabel ?? "")
+            let text = m.resolutionNotice ?? "Entrega resolvida"
+            body["text"] = .string(text)
+            if let resolution = m.resolution {
+                body["action"] = .string(resolution.action.rawValue)
+                body["resolved_at"] = .string(Timestamp.format(resolution.at))
+                body["via"] = .string(resolution.via.rawValue)
+                if resolution.via != .auto { body["resolved_by_name"] = .string(String(resolution.by.name.prefix(200))) }
+            }
+            body["aps"] = .object([
+                "alert": .object(["title": .string(Self.deliveryTitle(m)), "body": .string(text)]),
+                "interruption-level": .string(push.kind == .deliveryResolved ? "passive" : "active"),
+                "mutable-content": .number(1),
+            ])
+            var rendered = Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
+                                    payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+            rendered.collapseID = Self.collapseID(m.visitID)
+            return rendered
         case .test:
             var body = common
             body["type"] = "test"
             body["aps"] = .object(["alert": .object(["title": "Portaria: teste de notificação",
                                                      "body": .string(m.text ?? "Se você vê isto, as notificações chegam.")]),
-                                   "sound": "default"])
+                                   "sound": "default",
+                                   // The extension's receipt proves the whole chain, not just APNs.
+                                   "mutable-content": .number(1)])
             return Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
                             payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
         }
+    }
+
+    /// "Entrega para A-101".
+    static func deliveryTitle(_ m: PushMessage) -> String {
+        "Entrega para \(m.unitLabel ?? "sua unidade")"
+    }
+
+    /// "iFood — Rafael está na portaria"; "Um entregador está na portaria" without names.
+    static func deliveryBody(_ m: PushMessage) -> String {
+        let who = [m.carrier, m.callerName].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " — ")
+        return who.isEmpty ? "Um entregador está na portaria" : "\(String(who.prefix(200))) está na portaria"
     }
 
     public func send(_ push: OutgoingPush) async -> PushResult {
@@ -207,7 +293,7 @@ public final class APNsProvider: PushProvider {
 
     private func exchange(_ push: OutgoingPush, _ rendered: Rendered, jwt: String) async -> PushResult {
         let url = configuration.endpoint.trimmingSuffix("/") + "/3/device/" + push.token
-        let request = OutboundRequest(method: "POST", url: url, headers: [
+        var request = OutboundRequest(method: "POST", url: url, headers: [
             ("authorization", "bearer \(jwt)"),
             ("apns-push-type", rendered.pushType),
             ("apns-topic", rendered.topic),
@@ -216,6 +302,7 @@ public final class APNsProvider: PushProvider {
             ("apns-id", push.pushID),
             ("content-type", "application/json"),
         ], body: rendered.payload, timeout: configuration.requestTimeout)
+        if let collapseID = rendered.collapseID { request.headers.append(("apns-collapse-id", collapseID)) }
         let response: OutboundResponse
         do { response = try await client.send(request) } catch {
             return PushResult(outcome: .retry, reason: "transport", detail: "\(error)")

@@ -128,17 +128,19 @@ public final class FCMProvider: PushProvider {
     /// OAuth token fetches so far (tests assert caching).
     public func accessTokensFetched() async -> Int { await tokens.fetched }
 
-    /// The `message` object: a data message (the app builds the CallStyle or actionable
-    /// notification itself), HIGH priority so Doze delivers it now, `ttl` = what is left of
-    /// the window. FCM requires every data value to be a string.
-    public func render(_ push: OutgoingPush) -> JSONValue {
+    /// The data fields every platform without its own payload format gets — FCM's data
+    /// message and the Web Push payload (decision 0025) — with string values only, so the
+    /// Android app and the service worker decode the same thing (`PushPayload`).
+    public static func dataFields(_ push: OutgoingPush) -> [String: JSONValue] {
         let m = push.message
         var data: [String: JSONValue] = ["push_id": .string(push.pushID)]
+        if let ackToken = push.ackToken { data["ack_token"] = .string(ackToken) }
         if let visit = m.visitID { data["visit_id"] = .string(visit) }
         switch push.kind {
         case .visitRing: data["type"] = "visit.ring"
         case .ringCancelled: data["type"] = "visit.ring_cancelled"
         case .delivery: data["type"] = "delivery"
+        case .deliveryResolved, .automaticResolution: data["type"] = .string(PushPayloadType.deliveryResolved.rawValue)
         case .test: data["type"] = "test"
         }
         if push.kind == .visitRing || push.kind == .delivery {
@@ -152,11 +154,36 @@ public final class FCMProvider: PushProvider {
         }
         if push.kind == .ringCancelled { data["reason"] = .string(m.reason ?? "resolved") }
         if push.kind == .test { data["text"] = .string(m.text ?? "Se você vê isto, as notificações chegam.") }
+        if push.kind == .deliveryResolved || push.kind == .automaticResolution {
+            // The app replaces the delivery notification (tag = visit id) with `text`.
+            data["unit_label"] = .string(m.unitLabel ?? "")
+            data["text"] = .string(m.resolutionNotice ?? "Entrega resolvida")
+            if let resolution = m.resolution {
+                data["action"] = .string(resolution.action.rawValue)
+                data["resolved_at"] = .string(Timestamp.format(resolution.at))
+                data["via"] = .string(resolution.via.rawValue)
+                if resolution.via != .auto { data["resolved_by_name"] = .string(String(resolution.by.name.prefix(200))) }
+            }
+        }
+        return data
+    }
+
+    /// The `message` object: a data message (the app builds the CallStyle or actionable
+    /// notification itself), HIGH priority so Doze delivers it now, `ttl` = what is left of
+    /// the window. FCM requires every data value to be a string.
+    public func render(_ push: OutgoingPush) -> JSONValue {
+        let data = Self.dataFields(push)
+        let m = push.message
         let ttl = max(1, Int(push.deadline.timeIntervalSince(now()).rounded(.down)))
+        var android: [String: JSONValue] = ["priority": "HIGH", "ttl": .string("\(ttl)s")]
+        if [.delivery, .deliveryResolved, .automaticResolution].contains(push.kind), let visit = m.visitID {
+            // A phone that was offline gets only the latest of a delivery's messages.
+            android["collapse_key"] = .string(visit)
+        }
         return .object(["message": .object([
             "token": .string(push.token),
             "data": .object(data),
-            "android": .object(["priority": "HIGH", "ttl": .string("\(ttl)s")]),
+            "android": .object(android),
         ])])
     }
 

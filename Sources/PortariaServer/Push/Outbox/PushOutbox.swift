@@ -40,9 +40,11 @@ public struct EnqueuedPush: Sendable, Equatable {
 public enum PushOutbox {
     /// Expands `request` to one job per device that can receive it, inside `db`'s transaction.
     ///
-    /// iOS rings need an active PushKit token (a plain alert cannot ring); every other push
-    /// uses the device's push token. Devices whose token a provider refused are skipped,
-    /// as are web devices (no web push provider yet). Returns the jobs written.
+    /// iOS rings go to the PushKit token (only a VoIP push rings like a call); an iPhone
+    /// without an active one is rung by a time-sensitive alert on its push token instead
+    /// of nothing (push health keeps flagging `voip_token_missing`). Every other push uses
+    /// the device's push token (a web device's is its push subscription). Devices whose
+    /// token a provider refused are skipped. Returns the jobs written.
     @discardableResult
     public static func enqueue(_ db: any SQLConnection, _ request: PushRequest, now: Date = Date()) throws -> [EnqueuedPush] {
         guard !request.userIDs.isEmpty else { return [] }
@@ -59,13 +61,20 @@ public enum PushOutbox {
             if let installation = try device.string("installation_id"), request.excludedInstallations.contains(installation) { continue }
             let tokenKind: OutgoingPush.TokenKind
             let token: String?
+            let hasActiveVoIPToken = try device.string("voip_token_status") == "active" && device.string("voip_token") != nil
             switch (platform, request.kind) {
-            case ("ios", .visitRing):
+            case ("ios", .visitRing) where hasActiveVoIPToken:
                 tokenKind = .voip
-                token = try device.string("voip_token_status") == "active" ? device.string("voip_token") : nil
+                token = try device.string("voip_token")
             case ("ios", _), ("android", _):
                 tokenKind = .push
                 token = try device.string("push_token_status") == "active" ? device.string("push_token") : nil
+            case ("web", _):
+                // Only a browser push subscription can be sent to; web rows from before
+                // Web Push hold an opaque token and get nothing.
+                tokenKind = .push
+                token = try device.string("push_token_status") == "active"
+                    ? device.string("push_token").flatMap { WebPushSubscriptionRules.fromStoredToken($0) != nil ? $0 : nil } : nil
             default:
                 continue
             }

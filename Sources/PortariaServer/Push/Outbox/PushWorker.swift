@@ -183,6 +183,18 @@ public final class PushWorker: Sendable {
                 WHERE id IN (\(list))
                 """, [.text(owner), .date(at.addingTimeInterval(lease))] + due.map(SQLValue.text))
             let rows = try db.query("SELECT * FROM push_jobs WHERE id IN (\(list))", due.map(SQLValue.text))
+            // Every attempt's payload carries a fresh ack capability; the job keeps only its
+            // hash. Rendering happens after this transaction, maybe on another instance after
+            // a lease ran out, so the raw token cannot be re-read later: a new one per attempt,
+            // all of them valid for this push (decision 0016).
+            var ackTokens: [String: String] = [:]
+            for row in rows {
+                guard let id = try row.string("id") else { continue }
+                let token = Crypto.opaqueToken()
+                let hashes = PushReceipts.appendingAckHash(Crypto.tokenHash(token), to: try row.string("ack_token_hashes"))
+                try db.execute("UPDATE push_jobs SET ack_token_hashes = ? WHERE id = ?", .text(hashes), .text(id))
+                ackTokens[id] = token
+            }
             return try rows.compactMap { row -> ClaimedJob? in
                 guard let id = try row.string("id"), let kind = try row.string("kind").flatMap(PushKind.init(rawValue:)),
                       let platform = try row.string("platform"), let token = try row.string("token"),
@@ -193,7 +205,8 @@ public final class PushWorker: Sendable {
                       let userID = try row.string("user_id") else { return nil }
                 let attempt = Int(try row.int("attempts") ?? 1)
                 return ClaimedJob(push: OutgoingPush(pushID: id, kind: kind, platform: platform, tokenKind: tokenKind,
-                                                     token: token, message: message, deadline: deadline, attempt: attempt),
+                                                     token: token, message: message, deadline: deadline, attempt: attempt,
+                                                     ackToken: ackTokens[id]),
                                   deviceID: deviceID, userID: userID, visitID: try row.string("visit_id"), attempt: attempt)
             }
         }

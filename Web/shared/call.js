@@ -1,6 +1,6 @@
 // One WebRTC video call between the visitor's gate page and the resident device that
 // answered, signaled over /v1/realtime (decision 0009). Shared by the gate page and the
-// resident web app (`/app/` imports it from /gate/assets/): same frames, two roles.
+// resident web app (both import it from `Web/shared/`): same frames, two roles.
 //
 // - The visitor offers right after `visit.answered`; the resident only ever answers
 //   (the visitor's offer wins glare, so the resident never makes one).

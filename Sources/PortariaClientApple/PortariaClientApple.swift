@@ -1,0 +1,13 @@
+// PortariaClientApple: thin adapters between PortariaClient and Apple's frameworks.
+//
+//   CallService                  CXProvider / CXCallController / PKPushRegistry / AVAudioSession
+//   NotificationCenterAdapter    UNUserNotificationCenter categories + responses, BGTaskScheduler
+//   NotificationServiceWorker    the Notification Service Extension (photo + receipt)
+//   KeychainSecureStore          SecureStore over the Keychain (shared access group)
+//   KeychainBiometricGate        BiometricGate: a `.biometryCurrentSet` Keychain item, LAContext
+//   UserDefaultsPreferenceStore  PreferenceStore over the App Group's UserDefaults
+//   URLSessionRealtimeTransport  RealtimeTransport over URLSessionWebSocketTask
+//
+// Every file is wrapped in `#if canImport(…)`: on Linux the module is empty, and
+// `swift build` is unaffected. None of it has been compiled here (no Apple SDK on this
+// machine); see docs/ios.md for what was and was not verified.

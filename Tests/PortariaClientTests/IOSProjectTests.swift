@@ -1,0 +1,67 @@
+import Foundation
+import PortariaClient
+import PortariaCore
+import Testing
+
+/// What can be checked of the iOS project without Xcode: the Info.plists and entitlements
+/// (written from `Apps/iOS/project.yml`) carry what the spec and Apple require, and agree
+/// with the names the server and the core use.
+@Suite("iOS project: Info.plist, entitlements, names shared with the server")
+struct IOSProjectTests {
+    static let root: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.appendingPathComponent("Apps/iOS")
+    }()
+
+    static func plist(_ path: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: root.appendingPathComponent(path))
+        return try #require(try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])
+    }
+
+    @Test("the app rings from the background: voip, audio and remote-notification modes; pt-BR usage strings")
+    func appInfo() throws {
+        let info = try Self.plist("App/Info.plist")
+        let modes = Set(try #require(info["UIBackgroundModes"] as? [String]))
+        #expect(modes.isSuperset(of: ["voip", "audio", "remote-notification", "fetch"]))
+        for key in ["NSCameraUsageDescription", "NSMicrophoneUsageDescription", "NSFaceIDUsageDescription"] {
+            let text = try #require(info[key] as? String, "\(key) missing")
+            #expect(text.contains("Portaria") && text.count > 30, "\(key): \(text)")
+        }
+        #expect(info["CFBundleDevelopmentRegion"] as? String == "pt-BR")
+        #expect(info["BGTaskSchedulerPermittedIdentifiers"] as? [String] == ["br.com.portaria.sync"])
+        // The shared Keychain group and App Group reach the code through Info.plist.
+        #expect(info["PortariaKeychainGroup"] as? String == "$(KEYCHAIN_GROUP)")
+        #expect(info["PortariaAppGroup"] as? String == "$(APP_GROUP)")
+    }
+
+    @Test("entitlements: APNs environment per configuration, time-sensitive, Keychain group shared with the extension")
+    func entitlements() throws {
+        let app = try Self.plist("App/Portaria.entitlements")
+        let extensionEntitlements = try Self.plist("NotificationService/NotificationService.entitlements")
+        #expect(app["aps-environment"] as? String == "$(APS_ENVIRONMENT)")
+        #expect(app["com.apple.developer.usernotifications.time-sensitive"] as? Bool == true)
+        #expect(app["keychain-access-groups"] as? [String] == extensionEntitlements["keychain-access-groups"] as? [String])
+        #expect(app["com.apple.security.application-groups"] as? [String] == extensionEntitlements["com.apple.security.application-groups"] as? [String])
+        let yml = try String(contentsOf: Self.root.appendingPathComponent("project.yml"), encoding: .utf8)
+        #expect(yml.contains("APS_ENVIRONMENT: development") && yml.contains("APS_ENVIRONMENT: production"))
+    }
+
+    @Test("the extension is a Notification Service Extension; the bundle id is the server's APNs topic")
+    func serviceExtension() throws {
+        let info = try Self.plist("NotificationService/Info.plist")
+        let ext = try #require(info["NSExtension"] as? [String: Any])
+        #expect(ext["NSExtensionPointIdentifier"] as? String == "com.apple.usernotifications.service")
+        #expect(ext["NSExtensionPrincipalClass"] as? String == "$(PRODUCT_MODULE_NAME).NotificationService")
+        let yml = try String(contentsOf: Self.root.appendingPathComponent("project.yml"), encoding: .utf8)
+        // `--apns-topic br.com.portaria.app` (VoIP pushes go to br.com.portaria.app.voip).
+        #expect(yml.contains("PRODUCT_BUNDLE_IDENTIFIER: br.com.portaria.app\n"))
+        #expect(yml.contains("PRODUCT_BUNDLE_IDENTIFIER: br.com.portaria.app.NotificationService"))
+    }
+
+    @Test("the categories the app registers are the ones the server names")
+    func categoriesMatchTheServer() {
+        #expect(Set(NotificationCategories.all.map(\.identifier)) == [NotificationCategoryID.delivery, NotificationCategoryID.visit])
+        #expect(NotificationCategoryID.delivery == "DELIVERY" && NotificationCategoryID.visit == "VISIT")
+    }
+}
