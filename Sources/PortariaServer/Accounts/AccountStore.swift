@@ -97,7 +97,7 @@ public struct AccountStore: Sendable {
         }
         sql += " ORDER BY c.name, c.id"
         return try db.query(sql, parameters).map { row in
-            let company = CompanySummary(id: try row.string("id") ?? "", name: try row.string("name") ?? "", timeZone: try row.string("timezone"))
+            let company = CompanySummary(id: try row.required.string("id"), name: try row.required.string("name"), timeZone: try row.string("timezone"))
             let direct = try db.query("""
                 SELECT permission FROM membership_permissions WHERE user_id = ? AND company_id = ? ORDER BY permission
                 """, .text(userID), .text(company.id)).compactMap { try $0.string("permission") }
@@ -106,16 +106,16 @@ public struct AccountStore: Sendable {
                 WHERE ms.user_id = ? AND ms.company_id = ? ORDER BY s.name
                 """, .text(userID), .text(company.id))
             let sectors = try sectorRows.map { sector in
-                let id = try sector.string("id") ?? ""
+                let id = try sector.required.string("id")
                 let permissions = try db.query("SELECT permission FROM sector_permissions WHERE sector_id = ? ORDER BY permission",
                                                .text(id)).compactMap { try $0.string("permission") }
-                return SectorGrant(id: id, name: try sector.string("name") ?? "", permissions: permissions)
+                return SectorGrant(id: id, name: try sector.required.string("name"), permissions: permissions)
             }
             let units = try db.query("""
                 SELECT u.id, u.label FROM membership_units mu JOIN units u ON u.id = mu.unit_id
                 WHERE mu.user_id = ? AND mu.company_id = ? ORDER BY u.label
                 """, .text(userID), .text(company.id)).map {
-                UnitSummary(id: try $0.string("id") ?? "", label: try $0.string("label") ?? "")
+                UnitSummary(id: try $0.required.string("id"), label: try $0.required.string("label"))
             }
             return CompanyMembership(company: company, directPermissions: direct, sectors: sectors, units: units)
         }

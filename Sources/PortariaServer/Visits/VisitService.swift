@@ -433,7 +433,7 @@ public struct VisitService: Sendable {
                 WHERE m.visit_id = ? AND m.kind = ?
                 """, .text(visitID), .text(kind.rawValue))
         }
-        guard let row, Self.canSee(caller, companyID: try row.string("company_id") ?? "", unitID: try row.string("unit_id") ?? ""),
+        guard let row, Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.string("unit_id")),
               let path = try row.string("path"), let bytes = media.read(path) else {
             throw VisitError.mediaNotFound(kind)
         }

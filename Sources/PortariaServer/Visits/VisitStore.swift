@@ -108,7 +108,7 @@ enum VisitStore {
             SELECT id, kind, user_id, user_name, device_id, channel, step, detail, created_at
             FROM visit_attempts WHERE visit_id = ? ORDER BY id
             """, .text(visitID)).map { row in
-            VisitAttempt(id: try row.string("id") ?? "", kind: try row.string("kind").flatMap(AttemptKind.init(rawValue:)) ?? .ring,
+            VisitAttempt(id: try row.required.string("id"), kind: try row.string("kind").flatMap(AttemptKind.init(rawValue:)) ?? .ring,
                          user: try row.string("user_id").map { PersonRef(id: $0, name: try row.string("user_name") ?? "") },
                          deviceID: try row.string("device_id"), channel: try row.string("channel"),
                          step: try row.int("step").map(Int.init), detail: try row.string("detail"), at: try row.date("created_at") ?? Date())
@@ -120,8 +120,8 @@ enum VisitStore {
         for row in try db.query("""
             SELECT kind, content_type, byte_size, duration_ms, created_at FROM visit_media WHERE visit_id = ?
             """, .text(visitID)) {
-            let kind = try row.string("kind") ?? ""
-            result[kind] = VisitMediaInfo(url: "/v1/visits/\(visitID)/\(kind)", contentType: try row.string("content_type") ?? "",
+            let kind = try row.required.string("kind")
+            result[kind] = VisitMediaInfo(url: "/v1/visits/\(visitID)/\(kind)", contentType: try row.required.string("content_type"),
                                           byteSize: Int(try row.int("byte_size") ?? 0), durationMs: try row.int("duration_ms").map(Int.init),
                                           createdAt: try row.date("created_at") ?? Date())
         }
@@ -161,7 +161,7 @@ enum VisitStore {
             JOIN membership_units mu ON mu.unit_id = o.unit_id AND mu.user_id = o.user_id
             JOIN users us ON us.id = o.user_id
             WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
-            """, .text(unitID)).map { PersonRef(id: try $0.string("user_id") ?? "", name: try $0.string("name") ?? "") }
+            """, .text(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
         return try viewers(db, of: ordered.isEmpty ? residents(db, unitID: unitID) : ordered, unitID: unitID)
     }
 
@@ -186,7 +186,7 @@ enum VisitStore {
         try db.query("""
             SELECT DISTINCT us.id, us.name FROM membership_units mu JOIN users us ON us.id = mu.user_id
             WHERE mu.unit_id = ? AND us.disabled = 0 ORDER BY us.name, us.id
-            """, .text(unitID)).map { PersonRef(id: try $0.string("id") ?? "", name: try $0.string("name") ?? "") }
+            """, .text(unitID)).map { PersonRef(id: try $0.required.string("id"), name: try $0.required.string("name")) }
     }
 
     /// Users rung so far for a visit (for ring cancellations).
