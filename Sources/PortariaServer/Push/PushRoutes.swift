@@ -26,8 +26,9 @@ struct PushRoutes {
                 case .success(let ack): return .json(ack)
                 case .failure(.notFound): throw HTTPError.notFound("push not found")
                 case .failure(.rateLimited(let retryAfter)):
-                    throw HTTPError(status: 429, code: .rateLimited, message: "too many refused acknowledgements from this address; try again later",
-                                    headers: [("Retry-After", String(retryAfter))])
+                    // The one 429 shape (docs/openapi.yaml RateLimited): retry_after in the body too.
+                    throw HTTPError.rateLimited("too many refused acknowledgements from this address; try again later",
+                                               retryAfter: retryAfter)
                 }
             }
             // The receipt is about the user, not a company: no X-Company-Id needed (the app
