@@ -1,10 +1,16 @@
 // CallKit + PushKit + AVAudioSession: performs what `IncomingCallCoordinator` decides.
-// Every decision (which push rings, which ends at once, when media starts) is the
-// coordinator's, tested on Linux; this file only maps its effects onto Apple's calls.
-#if canImport(CallKit) && canImport(PushKit) && canImport(AVFAudio)
+// Every decision (which push rings, which ends at once, when media starts, which in-app
+// button goes through CallKit) is the coordinator's, tested on Linux; this file only maps
+// its effects onto Apple's calls.
+//
+// iOS only: `AVAudioSession` is unavailable on macOS (API_UNAVAILABLE(macos)), and the
+// package also builds for macOS — `canImport(AVFAudio)` alone would be true there and the
+// file would not compile.
+#if os(iOS) && canImport(CallKit) && canImport(PushKit) && canImport(AVFAudio)
 import AVFAudio
 import CallKit
 import Foundation
+import Observation
 import PortariaClient
 import PortariaCore
 import PushKit
@@ -39,24 +45,32 @@ public struct CallServiceDependencies: Sendable {
     }
 }
 
-/// Owns the `CXProvider`, the `CXCallController` and the `PKPushRegistry`, and the
-/// coordinator. Lives on the main actor; CallKit and PushKit are given the main queue, so
-/// their callbacks arrive there (`MainActor.assumeIsolated` below states that).
-@MainActor
-public final class CallService: NSObject, ObservableObject {
-    @Published public private(set) var coordinator: IncomingCallCoordinator
-    /// A sentence to show ("João já atendeu às 14:32").
-    @Published public private(set) var message: String?
-    @Published public private(set) var isMuted = false
+/// Owns the `CXProvider`, the `CXCallController` and the `PKPushRegistry`, the
+/// coordinator, and the call screens' view models. Lives on the main actor; CallKit and
+/// PushKit are given the main queue, so their delegate callbacks arrive there (the
+/// `@preconcurrency` conformances below check that at run time, and trap if it were ever
+/// untrue).
+@MainActor @Observable
+public final class CallService: NSObject {
+    public private(set) var coordinator: IncomingCallCoordinator
+    /// A sentence to show over any screen ("João já atendeu às 14:32").
+    public var message: String?
 
-    private let provider: CXProvider
-    private let controller = CXCallController()
-    private let registry = PKPushRegistry(queue: .main)
-    private let dependencies: CallServiceDependencies
-    public weak var engine: (any VideoCallEngine)?
+    @ObservationIgnored private let provider: CXProvider
+    @ObservationIgnored private let controller = CXCallController()
+    @ObservationIgnored private let registry = PKPushRegistry(queue: .main)
+    @ObservationIgnored private let dependencies: CallServiceDependencies
+    @ObservationIgnored public weak var engine: (any VideoCallEngine)?
+    /// PushKit issued a VoIP token (`ResidentAppModel.voipTokenChanged`: it must reach the
+    /// registration even when it comes before login).
+    @ObservationIgnored public var onVoIPToken: @MainActor (String) -> Void = { _ in }
+    /// The coordinator changed (`ResidentAppModel.callsChanged`: which call screen is up).
+    @ObservationIgnored public var onCallsChanged: @MainActor (IncomingCallCoordinator) -> Void = { _ in }
     /// Answer actions CallKit waits on until the server accepts the answer.
-    private var pendingAnswers: [UUID: CXAnswerCallAction] = [:]
-    private var expiryTasks: [String: Task<Void, Never>] = [:]
+    @ObservationIgnored private var pendingAnswers: [UUID: CXAnswerCallAction] = [:]
+    @ObservationIgnored private var expiryTasks: [String: Task<Void, Never>] = [:]
+    /// The call screens' view models, per visit.
+    @ObservationIgnored private var screens: [String: CallViewModel] = [:]
 
     public static func configuration() -> CXProviderConfiguration {
         let configuration = CXProviderConfiguration()
@@ -77,6 +91,16 @@ public final class CallService: NSObject, ObservableObject {
         provider.setDelegate(self, queue: nil)   // nil: the main queue
     }
 
+    /// A user logged in (the coordinator was made at launch, maybe before anyone had): the
+    /// user whose answers are "mine" and the condominium's zone. Only between calls — a
+    /// call in progress keeps the coordinator that knows it.
+    public func signedIn(userID: String, timeZone: TimeZone) {
+        guard !coordinator.needsRealtime,
+              coordinator.myUserID != userID || coordinator.timeZone != timeZone else { return }
+        coordinator = IncomingCallCoordinator(myUserID: userID, deviceID: coordinator.deviceID, timeZone: timeZone)
+        screens = [:]
+    }
+
     /// Registers for VoIP pushes. Call at launch, every launch: iOS relaunches the app in
     /// the background for a VoIP push, and the registry must exist before the push is read.
     public func startVoIPRegistration() {
@@ -88,23 +112,50 @@ public final class CallService: NSObject, ObservableObject {
 
     public func handle(_ event: CallEvent) {
         perform(coordinator.handle(event, now: Date()))
+        for (visitID, screen) in screens {
+            if let record = coordinator.calls[visitID] { screen.update(record) }
+        }
+        onCallsChanged(coordinator)
     }
 
-    public func userAnswered(visitID: String) {
-        handle(.userAnswered(visitID: visitID, idempotencyKey: UUID().uuidString.lowercased()))
+    /// What the call screen's buttons send (`CallViewModel`'s `dispatch`). Atender and
+    /// Encerrar on a call CallKit shows become CallKit transactions, so the system UI and
+    /// the audio session follow; CallKit then performs the action and the delegate below
+    /// hands it to the coordinator.
+    public func dispatch(_ event: CallEvent) {
+        switch coordinator.callKitRequest(for: event) {
+        case .answer(let callID)?:
+            request(CXAnswerCallAction(call: callID))
+        case .end(let callID)?:
+            request(CXEndCallAction(call: callID))
+        case nil:
+            handle(event)
+        }
     }
 
-    public func userEnded(visitID: String) {
-        handle(.userEnded(visitID: visitID, idempotencyKey: UUID().uuidString.lowercased()))
+    /// The call screen of a visit this phone is ringing for (nil when there is no call).
+    public func screen(for visitID: String) -> CallViewModel? {
+        if let screen = screens[visitID] { return screen }
+        guard let record = coordinator.calls[visitID] else { return nil }
+        let callID = record.callID
+        let screen = CallViewModel(record: record, dispatch: { [weak self] event in self?.dispatch(event) },
+                                   setMuted: { [weak self] muted in
+                                       // Through CallKit, so its own mute button agrees.
+                                       self?.request(CXSetMutedCallAction(call: callID, muted: muted))
+                                   })
+        screens[visitID] = screen
+        return screen
     }
 
-    public func decide(visitID: String, action: ResolutionAction) {
-        handle(.decided(visitID: visitID, action))
+    private func request(_ action: CXCallAction) {
+        // @Sendable: CallKit calls it on a queue of its own; a closure inferred as
+        // main-actor isolated would trap there under Swift 6's isolation checks.
+        controller.request(CXTransaction(action: action)) { @Sendable _ in }
     }
 
-    public func toggleMute() {
-        isMuted.toggle()
-        engine?.setMuted(isMuted)
+    /// A `visit.ring_cancelled` background push (`application(_:didReceiveRemoteNotification:)`).
+    public func ringCancelled(_ push: RingCancelledPush) {
+        handle(IncomingCallCoordinator.event(for: push))
     }
 
     private func visitID(for callID: UUID) -> String? {
@@ -127,14 +178,16 @@ public final class CallService: NSObject, ObservableObject {
                 update.supportsUngrouping = false
                 update.supportsDTMF = false
                 let callID = report.callID
-                provider.reportNewIncomingCall(with: callID, update: update) { [weak self] error in
-                    guard let error else { return }
+                // The completion runs on the delegate queue (main here); @Sendable and a hop
+                // to the main actor keep that an assumption Swift does not have to trust.
+                provider.reportNewIncomingCall(with: callID, update: update) { @Sendable [weak self] error in
+                    guard error != nil, let service = self else { return }
                     // Refused by the system (Do Not Disturb, blocked, a call already up):
                     // the coordinator ends the call and the visit keeps ringing elsewhere.
                     Task { @MainActor in
-                        guard let self, let visitID = self.visitID(for: callID) else { return }
-                        self.message = "Não foi possível tocar: \(error.localizedDescription)"
-                        self.handle(.callEnded(visitID: visitID))
+                        guard let visitID = service.visitID(for: callID) else { return }
+                        service.message = ClientText.callNotShown
+                        service.handle(.callEnded(visitID: visitID))
                     }
                 }
             case .reportCallEnded(let callID, let reason):
@@ -178,7 +231,7 @@ public final class CallService: NSObject, ObservableObject {
             case .postDecline(let visitID, let deviceID, let key):
                 post("decline", visitID: visitID, deviceID: deviceID, key: key, reportsBack: false)
             case .requestEndCall(let callID):
-                controller.request(CXTransaction(action: CXEndCallAction(call: callID))) { _ in }
+                request(CXEndCallAction(call: callID))
             case .fulfillAnswer(let callID):
                 pendingAnswers.removeValue(forKey: callID)?.fulfill()
             case .failAnswer(let callID):
@@ -194,12 +247,18 @@ public final class CallService: NSObject, ObservableObject {
                 let session = dependencies.session
                 Task {
                     let company = await session.selectedCompanyID
-                    guard let report = try? await queue.resolve(visitID: visitID, action: action, via: .call, companyID: company,
-                                                                until: Date().addingTimeInterval(25)) else { return }
-                    self.message = report.sentence
+                    do {
+                        let report = try await queue.resolve(visitID: visitID, action: action, via: .call, companyID: company,
+                                                             until: Date().addingTimeInterval(25))
+                        self.message = report.sentence
+                    } catch {
+                        // Not even stored (logged out, disk): say so — never silence.
+                        self.message = ClientText.decisionNotStored
+                    }
                 }
             case .show(let sentence):
                 message = sentence
+                for screen in screens.values { screen.show(sentence) }
             }
         }
     }
@@ -251,80 +310,72 @@ public final class CallService: NSObject, ObservableObject {
     }
 }
 
-// MARK: PushKit
+// MARK: PushKit and CallKit delegates
+//
+// Both deliver on the main queue (`PKPushRegistry(queue: .main)`, `setDelegate(_:queue: nil)`
+// = main), so the conformances are `@preconcurrency` and the methods main-actor isolated:
+// Swift checks at run time that each call really arrives on the main actor (and traps if
+// it ever did not) instead of copying non-Sendable CallKit actions across isolation.
 
-extension CallService: PKPushRegistryDelegate {
-    public nonisolated func pushRegistry(_ registry: PKPushRegistry, didUpdate pushCredentials: PKPushCredentials, for type: PKPushType) {
-        let token = pushCredentials.token.map { String(format: "%02x", $0) }.joined()
-        MainActor.assumeIsolated {
-            let registrar = dependencies.registrar
-            Task { _ = await registrar.voipTokenChanged(token, until: Date().addingTimeInterval(60)) }
-        }
+extension CallService: @preconcurrency PKPushRegistryDelegate {
+    public func pushRegistry(_ registry: PKPushRegistry, didUpdate pushCredentials: PKPushCredentials, for type: PKPushType) {
+        guard type == .voIP else { return }
+        onVoIPToken(pushCredentials.token.map { String(format: "%02x", $0) }.joined())
     }
 
     /// Apple's rule: report the call to CallKit before this method returns, every time,
     /// or iOS kills the app and eventually stops delivering VoIP pushes. The coordinator's
     /// first effect is always `.reportIncomingCall`, built from the payload alone, and
     /// `perform` does it synchronously; nothing touches the network before it.
-    public nonisolated func pushRegistry(_ registry: PKPushRegistry, didReceiveIncomingPushWith payload: PKPushPayload,
-                                         for type: PKPushType, completion: @escaping @Sendable () -> Void) {
+    public func pushRegistry(_ registry: PKPushRegistry, didReceiveIncomingPushWith payload: PKPushPayload,
+                             for type: PKPushType, completion: @escaping @Sendable () -> Void) {
         let json = (try? JSONSerialization.data(withJSONObject: payload.dictionaryPayload)).flatMap {
             try? JSONCoding.decoder().decode(JSONValue.self, from: $0)
         } ?? .object([:])
-        MainActor.assumeIsolated {
-            let outcome = coordinator.voipPush(json, fallbackCallID: UUID(), now: Date())
-            perform(outcome.effects)
-        }
+        handle(.voipPush(payload: json, fallbackCallID: UUID()))
         completion()
     }
 
-    public nonisolated func pushRegistry(_ registry: PKPushRegistry, didInvalidatePushTokenFor type: PKPushType) {
+    public func pushRegistry(_ registry: PKPushRegistry, didInvalidatePushTokenFor type: PKPushType) {
         // A new token follows in didUpdate; until then the server falls back to an alert ring.
     }
 }
 
-// MARK: CallKit
-
-extension CallService: CXProviderDelegate {
-    public nonisolated func providerDidReset(_ provider: CXProvider) {
-        MainActor.assumeIsolated {
-            for call in coordinator.calls.values where !call.phase.isEnded { handle(.callEnded(visitID: call.visitID)) }
-            pendingAnswers.removeAll()
-        }
+extension CallService: @preconcurrency CXProviderDelegate {
+    public func providerDidReset(_ provider: CXProvider) {
+        for call in coordinator.calls.values where !call.phase.isEnded { handle(.callEnded(visitID: call.visitID)) }
+        pendingAnswers.removeAll()
     }
 
-    public nonisolated func provider(_ provider: CXProvider, perform action: CXAnswerCallAction) {
-        MainActor.assumeIsolated {
-            guard let visitID = visitID(for: action.callUUID) else { return action.fail() }
-            // Fulfilled or failed once the server accepts the answer (`.fulfillAnswer`).
-            pendingAnswers[action.callUUID] = action
-            userAnswered(visitID: visitID)
-        }
+    public func provider(_ provider: CXProvider, perform action: CXAnswerCallAction) {
+        guard let visitID = visitID(for: action.callUUID) else { return action.fail() }
+        // Fulfilled or failed once the server accepts the answer (`.fulfillAnswer`).
+        pendingAnswers[action.callUUID] = action
+        handle(.userAnswered(visitID: visitID, idempotencyKey: UUID().uuidString.lowercased()))
     }
 
-    public nonisolated func provider(_ provider: CXProvider, perform action: CXEndCallAction) {
-        MainActor.assumeIsolated {
-            if let visitID = visitID(for: action.callUUID) { userEnded(visitID: visitID) }
-            action.fulfill()
+    public func provider(_ provider: CXProvider, perform action: CXEndCallAction) {
+        if let visitID = visitID(for: action.callUUID) {
+            handle(.userEnded(visitID: visitID, idempotencyKey: UUID().uuidString.lowercased()))
         }
+        action.fulfill()
     }
 
-    public nonisolated func provider(_ provider: CXProvider, perform action: CXSetMutedCallAction) {
-        MainActor.assumeIsolated {
-            isMuted = action.isMuted
-            engine?.setMuted(action.isMuted)
-            action.fulfill()
-        }
+    /// Mute from either screen (CallKit's, or ours through `CXSetMutedCallAction`).
+    public func provider(_ provider: CXProvider, perform action: CXSetMutedCallAction) {
+        engine?.setMuted(action.isMuted)
+        if let visitID = visitID(for: action.callUUID) { screens[visitID]?.muteChanged(action.isMuted) }
+        action.fulfill()
     }
 
     /// CallKit activated the `playAndRecord` session configured when answering: media may
     /// start now (the coordinator waits for both this and the server's acceptance).
-    public nonisolated func provider(_ provider: CXProvider, didActivate audioSession: AVAudioSession) {
-        MainActor.assumeIsolated { handle(.audioActivated) }
+    public func provider(_ provider: CXProvider, didActivate audioSession: AVAudioSession) {
+        handle(.audioActivated)
     }
 
-    public nonisolated func provider(_ provider: CXProvider, didDeactivate audioSession: AVAudioSession) {
-        MainActor.assumeIsolated { handle(.audioDeactivated) }
+    public func provider(_ provider: CXProvider, didDeactivate audioSession: AVAudioSession) {
+        handle(.audioDeactivated)
     }
 }
 #endif

@@ -96,7 +96,7 @@ public struct KeychainBiometricGate: BiometricGate {
     }
 
     public func store(_ secret: String) async throws {
-        SecItemDelete(base as CFDictionary)
+        _ = SecItemDelete(base as CFDictionary)
         var error: Unmanaged<CFError>?
         // WhenPasscodeSet: the item disappears if the passcode is removed; ThisDeviceOnly:
         // never in a backup.
@@ -111,12 +111,18 @@ public struct KeychainBiometricGate: BiometricGate {
         guard status == errSecSuccess else { throw KeychainError(status: status) }
     }
 
-    /// Nil when the user cancelled; `BiometricGateError.invalidated` when the enrolment
-    /// changed (the `.biometryCurrentSet` item is gone) or the item cannot be read.
+    /// Nil when the user cancelled or no prompt could be shown; `BiometricGateError.invalidated`
+    /// only when the item is gone (the enrolment changed: `.biometryCurrentSet` deleted it).
+    ///
+    /// The difference matters: `SessionManager` clears the session on `.invalidated` and
+    /// waits (`SessionError.locked`, nothing lost) on anything else. A background refresh —
+    /// a notification action, a VoIP wake — cannot show Face ID and gets
+    /// `errSecInteractionNotAllowed`; mapping that to `.invalidated` would log the
+    /// resident out every time a decision was taken from the lock screen.
     public func unlock(reason: String) async throws -> String? {
         let service = service, account = account
         // SecItemCopyMatching blocks while the prompt is up: never on the main thread.
-        let outcome: Result<String?, BiometricGateError> = await Task.detached {
+        let outcome = await Task.detached { () -> Result<String?, BiometricGateError> in
             let context = LAContext()
             context.localizedReason = reason
             let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
@@ -129,8 +135,12 @@ public struct KeychainBiometricGate: BiometricGate {
             case errSecSuccess:
                 guard let data = result as? Data, let text = String(data: data, encoding: .utf8) else { return .failure(.invalidated) }
                 return .success(text)
-            case errSecUserCanceled, errSecAuthFailed: return .success(nil)
-            default: return .failure(.invalidated)   // errSecItemNotFound: enrolment changed
+            case errSecItemNotFound:
+                return .failure(.invalidated)   // enrolment changed (or never stored)
+            case errSecUserCanceled, errSecAuthFailed, errSecInteractionNotAllowed:
+                return .success(nil)             // cancelled, failed, or no UI to prompt: try again later
+            default:
+                return .failure(.cancelled)      // anything else: not a reason to drop the session
             }
         }.value
         return try outcome.get()

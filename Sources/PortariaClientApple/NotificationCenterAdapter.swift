@@ -26,8 +26,8 @@ public final class NotificationCenterAdapter: NSObject {
     static let backgroundBudget: TimeInterval = 25
 
     private let dependencies: Dependencies
-    /// Opens the app on a visit (call screen or detail).
-    public var open: (NotificationIntent) -> Void = { _ in }
+    /// Opens the app on a visit (call screen or detail): `ResidentAppModel.open`.
+    public var open: @MainActor (NotificationIntent) -> Void = { _ in }
 
     public init(dependencies: Dependencies) {
         self.dependencies = dependencies
@@ -47,7 +47,9 @@ public final class NotificationCenterAdapter: NSObject {
         (try? await UNUserNotificationCenter.current().requestAuthorization(options: [.alert, .sound, .badge])) ?? false
     }
 
-    static func category(_ spec: NotificationCategorySpec) -> UNNotificationCategory {
+    /// Nonisolated: it only builds values, and `map` takes a nonisolated function (a
+    /// main-actor static method passed there would not convert).
+    nonisolated static func category(_ spec: NotificationCategorySpec) -> UNNotificationCategory {
         let actions = spec.actions.map { action in
             var options: UNNotificationActionOptions = []
             if action.isDestructive { options.insert(.destructive) }
@@ -63,13 +65,8 @@ public final class NotificationCenterAdapter: NSObject {
     /// The decision is on disk (`ResolveQueue.tap`) before anything is sent, so running out
     /// of time only delays it; the resident is told either way — never silence.
     func resolve(visitID: String, action: ResolutionAction) async {
-        let application = UIApplication.shared
-        var taskID = UIBackgroundTaskIdentifier.invalid
-        taskID = application.beginBackgroundTask(withName: "resolve \(visitID)") {
-            application.endBackgroundTask(taskID)
-            taskID = .invalid
-        }
-        defer { if taskID != .invalid { application.endBackgroundTask(taskID) } }
+        let background = BackgroundTask(name: "resolve \(visitID)")
+        defer { background.end() }
         let company = await dependencies.session.selectedCompanyID
         let sentence: String
         do {
@@ -78,7 +75,7 @@ public final class NotificationCenterAdapter: NSObject {
             sentence = report.sentence
             if !report.isFinished { Self.scheduleSync() }
         } catch {
-            sentence = "Não foi possível guardar sua decisão. Abra o app e tente de novo"
+            sentence = ClientText.decisionNotStored
         }
         await Self.tell(sentence, visitID: visitID)
     }
@@ -88,7 +85,7 @@ public final class NotificationCenterAdapter: NSObject {
     /// "Sem conexão… será enviada assim que possível".
     static func tell(_ sentence: String, visitID: String) async {
         let content = UNMutableNotificationContent()
-        content.title = "Portaria"
+        content.title = ClientText.appTitle
         content.body = sentence
         content.interruptionLevel = .passive
         let request = UNNotificationRequest(identifier: visitID, content: content, trigger: nil)
@@ -98,16 +95,21 @@ public final class NotificationCenterAdapter: NSObject {
     // MARK: Background sync of queued decisions
 
     /// Call before the app finishes launching.
+    ///
+    /// The launch handler runs on the main queue (`using: .main`): it is formed here, on
+    /// the main actor, so Swift 6 checks at run time that it runs there — with `nil` the
+    /// system would call it on a background queue and that check would trap.
     public func registerBackgroundSync() {
         let queue = dependencies.queue
-        BGTaskScheduler.shared.register(forTaskWithIdentifier: Self.syncTaskIdentifier, using: nil) { task in
-            let work = Task {
+        BGTaskScheduler.shared.register(forTaskWithIdentifier: Self.syncTaskIdentifier, using: .main) { task in
+            let work = Task { @MainActor in
                 let reports = await queue.sync(until: Date().addingTimeInterval(Self.backgroundBudget))
                 for report in reports where report.isFinished { await Self.tell(report.sentence, visitID: report.item.visitID) }
                 if reports.contains(where: { !$0.isFinished }) { Self.scheduleSync() }
-                task.setTaskCompleted(success: true)
+                task.setTaskCompleted(success: !Task.isCancelled)
             }
-            task.expirationHandler = { work.cancel() }
+            // Called on a queue of the system's choosing: Sendable, touching only the task.
+            task.expirationHandler = { @Sendable in work.cancel() }
         }
     }
 
@@ -118,24 +120,50 @@ public final class NotificationCenterAdapter: NSObject {
     }
 }
 
+// The completion-handler forms, nonisolated: the system does not promise the main thread
+// for these, and the `async` forms have been seen to finish off the main thread under
+// Swift 6 (UIKit's "Call must be made on main thread"). What the response means is read
+// synchronously into Sendable values; the work hops to the main actor and calls the
+// handler when done (the system keeps the app awake until then).
 extension NotificationCenterAdapter: UNUserNotificationCenterDelegate {
-    public nonisolated func userNotificationCenter(_ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse) async {
-        let userInfo = response.notification.request.content.userInfo
-        let json = (try? JSONSerialization.data(withJSONObject: userInfo)) ?? Data()
+    public nonisolated func userNotificationCenter(_ center: UNUserNotificationCenter, didReceive response: UNNotificationResponse,
+                                                  withCompletionHandler completionHandler: @escaping @Sendable () -> Void) {
+        let json = (try? JSONSerialization.data(withJSONObject: response.notification.request.content.userInfo)) ?? Data()
         let intent = NotificationResponseRouter.intent(actionIdentifier: response.actionIdentifier, payloadJSON: json)
-        switch intent {
-        case .resolve(let visitID, let action):
-            await resolve(visitID: visitID, action: action)
-        case .openCall, .openVisit:
-            await MainActor.run { open(intent) }
-        case .ignore:
-            break
+        Task { @MainActor in
+            switch intent {
+            case .resolve(let visitID, let action):
+                await self.resolve(visitID: visitID, action: action)
+            case .openCall, .openVisit:
+                self.open(intent)
+            case .ignore:
+                break
+            }
+            completionHandler()
         }
     }
 
-    public nonisolated func userNotificationCenter(_ center: UNUserNotificationCenter,
-                                                  willPresent notification: UNNotification) async -> UNNotificationPresentationOptions {
-        [.banner, .list, .sound]
+    public nonisolated func userNotificationCenter(_ center: UNUserNotificationCenter, willPresent notification: UNNotification,
+                                                  withCompletionHandler completionHandler: @escaping @Sendable (UNNotificationPresentationOptions) -> Void) {
+        completionHandler([.banner, .list, .sound])
+    }
+}
+
+/// `beginBackgroundTask` / `endBackgroundTask`, ended exactly once: by the work, or by the
+/// system's expiration handler (which UIKit calls on the main thread, `@MainActor @Sendable`
+/// — so the identifier lives in a main-actor object, not a captured `var`).
+@MainActor
+final class BackgroundTask {
+    private var identifier = UIBackgroundTaskIdentifier.invalid
+
+    init(name: String) {
+        identifier = UIApplication.shared.beginBackgroundTask(withName: name) { [weak self] in self?.end() }
+    }
+
+    func end() {
+        guard identifier != .invalid else { return }
+        UIApplication.shared.endBackgroundTask(identifier)
+        identifier = .invalid
     }
 }
 #endif

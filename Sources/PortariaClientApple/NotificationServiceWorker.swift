@@ -29,15 +29,13 @@ public struct NotificationServiceWorker: Sendable {
                                            companyID: preferences.string(for: SessionKeys.selectedCompany), now: Date())
         if let body = plan.body { content.body = body }
 
-        let baseURL = baseURL
-        async let receipt: Void = {
-            // `ack_token` travels in the payload: no session, no Keychain needed.
-            _ = await PushReceiptSender(baseURL: baseURL).acknowledge(json: json, deadline: deadline)
-        }()
+        // The receipt and the photo side by side. `ack_token` travels in the payload: no
+        // session, no Keychain needed for the receipt.
+        async let receipt = PushReceiptSender(baseURL: baseURL).acknowledge(json: json, deadline: deadline)
         if let photo = plan.photoRequest, let attachment = await Self.fetchAttachment(photo, baseURL: baseURL, deadline: deadline) {
             content.attachments = [attachment]
         }
-        await receipt
+        _ = await receipt
         return content
     }
 

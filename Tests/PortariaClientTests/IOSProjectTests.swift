@@ -59,6 +59,26 @@ struct IOSProjectTests {
         #expect(yml.contains("PRODUCT_BUNDLE_IDENTIFIER: br.com.portaria.app.NotificationService"))
     }
 
+    @Test("the screens write no words of their own: every title, button and VoiceOver label comes from ClientText or a view model")
+    func noLiteralWordsInScreens() throws {
+        // A literal string as the first argument of a SwiftUI text-taking API is a word the
+        // core's table does not have (and a screen reader label nobody tested).
+        let apis = ["Text", "Button", "Label", "Section", "Toggle", "TextField", "SecureField", "Picker", "ProgressView",
+                    "navigationTitle", "accessibilityLabel", "accessibilityHint"]
+        let app = Self.root.appendingPathComponent("App")
+        let files = try #require(FileManager.default.enumerator(at: app, includingPropertiesForKeys: nil))
+            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
+        #expect(files.count >= 7, "\(files.map(\.lastPathComponent))")
+        for file in files {
+            let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            for (number, line) in lines.enumerated() {
+                for api in apis where line.contains("\(api)(\"") {
+                    Issue.record("\(file.lastPathComponent):\(number + 1): literal text in \(api)(…): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+    }
+
     @Test("the categories the app registers are the ones the server names")
     func categoriesMatchTheServer() {
         #expect(Set(NotificationCategories.all.map(\.identifier)) == [NotificationCategoryID.delivery, NotificationCategoryID.visit])

@@ -30,6 +30,23 @@ struct TimestampTests {
         #expect(date.timeIntervalSince1970 == Double(seconds))
     }
 
+    @Test("format agrees with Foundation's Gregorian calendar on 20,000 instants from 1583 to 9999")
+    func formatAgreesWithCalendar() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        // 1583: Foundation's Gregorian calendar switches to Julian before October 1582.
+        let low: Int64 = -12_212_553_600, high: Int64 = 253_402_300_799
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let seconds = Int64.random(in: low...high, using: &generator)
+            let date = Date(timeIntervalSince1970: Double(seconds))
+            let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
+            #expect(Timestamp.format(date) == expected, "at \(seconds)")
+            if Timestamp.format(date) != expected { return }
+        }
+    }
+
     @Test("fractions are dropped on output, rounding down even before 1970")
     func fractionsRoundDown() {
         #expect(Timestamp.format(Date(timeIntervalSince1970: 0.999)) == "1970-01-01T00:00:00Z")

@@ -13,7 +13,9 @@ Per-token scripts (--script JSON: {token: [response, ...]}) play answers in orde
   {"status": 503, "reason": "ServiceUnavailable", "goaway": true}   then GOAWAY + close
   {"expire_jwt": true}    answers 403 ExpiredProviderToken and revokes the JWT used
   {"status": 200, "delay": 5}   answers 200 after 5 s (other streams go on)
-Every request is appended to --record as one JSON line.
+Every request is appended to --record as one JSON line; --stats FILE counts accepted TCP
+connections and the peak of open streams (h2server.py); --max-concurrent-streams N is
+announced in SETTINGS (default 1000).
 """
 import argparse
 import json
@@ -44,7 +46,11 @@ def main():
     parser.add_argument("--script")
     parser.add_argument("--record")
     parser.add_argument("--max-token-age", type=int, default=3600)
+    parser.add_argument("--max-concurrent-streams", type=int, default=1000, help="announced in SETTINGS")
+    parser.add_argument("--stats", help="file kept up to date with connections accepted and peak open streams")
     args = parser.parse_args()
+    h2server.MAX_CONCURRENT_STREAMS = args.max_concurrent_streams
+    h2server.STATS_FILE = args.stats
 
     with open(args.public_key, "rb") as f:
         public_key = serialization.load_pem_public_key(f.read())

@@ -3,6 +3,11 @@
 Each request is handed to `handler(request) -> Response` once its stream has ended.
 A response may ask for GOAWAY after it is sent, as APNs does when it shuts a
 connection down. Binds 127.0.0.1 only and prints `READY <port>` when listening.
+
+MAX_CONCURRENT_STREAMS is what the server announces in SETTINGS. With STATS_FILE set,
+the file always holds {"connections_accepted": N, "max_open_streams": M}: TCP
+connections accepted, and the most requests one connection had open at once (received,
+not yet answered), so tests can prove a client's connection reuse and stream limit.
 """
 import asyncio
 import itertools
@@ -16,6 +21,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
+import h2.settings
 
 
 class Request:
@@ -50,6 +56,16 @@ class Response:
 
 
 _connection_ids = itertools.count(1)
+MAX_CONCURRENT_STREAMS = 1000
+STATS_FILE = None
+_stats = {"connections_accepted": 0, "max_open_streams": 0}
+
+
+def _write_stats():
+    if STATS_FILE:
+        with open(STATS_FILE + ".tmp", "w") as f:
+            json.dump(_stats, f)
+        os.replace(STATS_FILE + ".tmp", STATS_FILE)  # readers never see half a file
 
 
 class Protocol(asyncio.Protocol):
@@ -60,6 +76,7 @@ class Protocol(asyncio.Protocol):
         self.transport = None
         self.connection_id = next(_connection_ids)
         self.closing = False
+        self.open_streams = set()
 
     def connection_made(self, transport):
         self.transport = transport
@@ -67,7 +84,13 @@ class Protocol(asyncio.Protocol):
         if ssl_object is not None and ssl_object.selected_alpn_protocol() != "h2":
             transport.close()
             return
-        self.conn.local_settings.max_concurrent_streams = 1000
+        _stats["connections_accepted"] += 1
+        _write_stats()
+        # A fresh Settings object, not `local_settings.max_concurrent_streams = N`: h2 sends
+        # only acknowledged values in its first SETTINGS frame, so that assignment left the
+        # announced limit at h2's default of 100 and enforced N later.
+        self.conn.local_settings = h2.settings.Settings(
+            client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS})
         self.conn.initiate_connection()
         self.transport.write(self.conn.data_to_send())
 
@@ -81,6 +104,10 @@ class Protocol(asyncio.Protocol):
         for event in events:
             if isinstance(event, h2.events.RequestReceived):
                 self.requests[event.stream_id] = Request(event.stream_id, event.headers, self.connection_id)
+                self.open_streams.add(event.stream_id)
+                if len(self.open_streams) > _stats["max_open_streams"]:
+                    _stats["max_open_streams"] = len(self.open_streams)
+                    _write_stats()
             elif isinstance(event, h2.events.DataReceived):
                 request = self.requests.get(event.stream_id)
                 if request is not None:
@@ -92,6 +119,7 @@ class Protocol(asyncio.Protocol):
                     self.respond(request)
             elif isinstance(event, h2.events.StreamReset):
                 self.requests.pop(event.stream_id, None)
+                self.open_streams.discard(event.stream_id)
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(self.conn.data_to_send())
 
@@ -109,6 +137,7 @@ class Protocol(asyncio.Protocol):
         self.send_response(request, response)
 
     def send_response(self, request, response):
+        self.open_streams.discard(request.stream_id)
         if self.transport is None or self.transport.is_closing():
             return
         try:

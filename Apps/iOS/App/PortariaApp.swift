@@ -10,89 +10,96 @@ struct PortariaApp: App {
 
     var body: some Scene {
         WindowGroup {
-            RootView()
-                .environmentObject(delegate.model)
-                .environmentObject(delegate.model.calls)
+            RootView(app: delegate.model.app, calls: delegate.model.calls)
         }
         .onChange(of: phase) { _, phase in
+            let model = delegate.model
             // §8: back from the background, reconcile over REST before trusting the socket
-            // (RealtimeClient.foreground does REST first), and send what is still queued.
-            if phase == .active { delegate.model.foreground() }
-            if phase == .background { delegate.model.background() }
+            // (`ResidentAppModel.foreground`), and send what is still queued.
+            if phase == .active { Task { await model.app.foreground() } }
+            if phase == .background {
+                let ringing = model.calls.coordinator.needsRealtime
+                Task { await model.app.background(callNeedsRealtime: ringing) }
+            }
         }
     }
 }
 
+/// UIApplicationDelegate is main-actor isolated: every method here runs on the main actor.
 final class AppDelegate: NSObject, UIApplicationDelegate {
-    @MainActor lazy var model = AppModel()
+    lazy var model = AppModel()
 
     func application(_ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]? = nil) -> Bool {
-        MainActor.assumeIsolated {
-            // Before returning: a VoIP push or a notification tap may be what launched us.
-            model.notifications.install()
-            model.notifications.registerBackgroundSync()
-            model.calls.startVoIPRegistration()
-            application.registerForRemoteNotifications()
-        }
+        // Before returning: a VoIP push or a notification tap may be what launched us, and
+        // BGTaskScheduler requires its handlers registered before launch ends.
+        model.notifications.install()
+        model.notifications.registerBackgroundSync()
+        model.calls.startVoIPRegistration()
+        application.registerForRemoteNotifications()
+        let app = model.app
+        Task { await app.launch() }
         return true
     }
 
     func application(_ application: UIApplication, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data) {
         let token = deviceToken.map { String(format: "%02x", $0) }.joined()
-        MainActor.assumeIsolated { model.pushTokenChanged(token) }
+        let app = model.app
+        Task { await app.pushTokenChanged(token) }
     }
 
     func application(_ application: UIApplication, didFailToRegisterForRemoteNotificationsWithError error: any Error) {
-        MainActor.assumeIsolated { model.banner = "Não foi possível ativar as notificações: \(error.localizedDescription)" }
+        model.app.banner = ClientText.notificationsRegistrationFailed
     }
 
-    /// Background pushes (`visit.ring_cancelled`): remove the alert of a ring that ended
-    /// (its identifier is the server's collapse id, the visit id) and let CallKit know.
+    /// Background pushes (`visit.ring_cancelled`).
     func application(_ application: UIApplication, didReceiveRemoteNotification userInfo: [AnyHashable: Any]) async -> UIBackgroundFetchResult {
         let json = (try? JSONSerialization.data(withJSONObject: userInfo)) ?? Data()
-        await MainActor.run { model.backgroundPush(json) }
+        model.backgroundPush(json)
         return .newData
     }
 }
 
 struct RootView: View {
-    @EnvironmentObject private var model: AppModel
-    @EnvironmentObject private var calls: CallService
+    let app: ResidentAppModel
+    let calls: CallService
 
     var body: some View {
+        @Bindable var app = app
         Group {
-            switch model.route {
-            case .login: LoginView()
-            case .home: HomeView()
+            switch app.route {
+            case .login: LoginView(app: app)
+            case .home: HomeView(app: app)
             }
         }
-        .fullScreenCover(item: $model.callVisitID) { visitID in
-            CallView(visitID: visitID.value)
-        }
-        .onReceive(calls.$coordinator) { coordinator in
-            // Answered from CallKit's screen (maybe on the lock screen): show ours, with
-            // the video, the badge and the decisions, once the app is in front.
-            if model.callVisitID == nil,
-               let call = coordinator.calls.values.first(where: { [.answering, .connecting, .inCall].contains($0.phase) }) {
-                model.callVisitID = VisitID(value: call.visitID)
+        .fullScreenCover(item: $app.callVisitID.visitRoute) { visit in
+            if let screen = calls.screen(for: visit.id) {
+                CallView(screen: screen)
             }
         }
         .overlay(alignment: .top) {
-            if let banner = model.banner ?? calls.message {
+            if let banner = app.banner ?? calls.message {
                 Text(banner)
                     .font(.callout)
                     .padding()
                     .frame(maxWidth: .infinity)
                     .background(.thinMaterial)
-                    .accessibilityAddTraits(.isStaticText)
-                    .onTapGesture { model.banner = nil }
+                    .onTapGesture {
+                        app.banner = nil
+                        calls.message = nil
+                    }
             }
         }
     }
 }
 
-/// A visit id as a sheet item.
-struct VisitID: Identifiable, Hashable {
-    let value: String
-    var id: String { value }
+/// A visit id as a sheet or navigation item.
+struct VisitRoute: Identifiable, Hashable {
+    let id: String
+}
+
+extension Binding where Value == String? {
+    /// `ResidentAppModel.callVisitID` / `openedVisitID` as the item SwiftUI presents.
+    var visitRoute: Binding<VisitRoute?> {
+        Binding<VisitRoute?>(get: { wrappedValue.map(VisitRoute.init(id:)) }, set: { wrappedValue = $0?.id })
+    }
 }

@@ -147,6 +147,15 @@ public enum CallEvent: Sendable, Equatable {
     case decided(visitID: String, ResolutionAction)
 }
 
+/// A `CXCallController` transaction an in-app button asks for (see
+/// `IncomingCallCoordinator.callKitRequest(for:)`).
+public enum CallKitRequest: Sendable, Equatable {
+    /// `CXAnswerCallAction`.
+    case answer(UUID)
+    /// `CXEndCallAction`.
+    case end(UUID)
+}
+
 /// Outputs, performed by the owner in order.
 public enum CallEffect: Sendable, Equatable {
     /// `CXProvider.reportNewIncomingCall` — always the first effect of a VoIP push.
@@ -232,6 +241,40 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
 
     /// Whether a realtime socket is needed (a call is not over).
     public var needsRealtime: Bool { calls.values.contains { !$0.phase.isEnded } }
+
+    /// The call the user picked up (answering, connecting or in the call): the app shows its
+    /// call screen — answered on CallKit's own screen, maybe on a locked phone, the video,
+    /// badge and decisions are in the app.
+    public var answeredCall: CallRecord? {
+        calls.values.filter { [.answering, .connecting, .inCall].contains($0.phase) }.min { $0.visitID < $1.visitID }
+    }
+
+    /// What an in-app button must ask CallKit for instead of acting directly. A call CallKit
+    /// shows is answered or ended through a `CXCallController` transaction, so the system's
+    /// call UI and the audio session follow; CallKit then performs the action, and its
+    /// delegate hands the coordinator `.userAnswered` / `.userEnded`. Acting directly would
+    /// leave CallKit ringing (and never activate audio) or showing a call that is over.
+    /// Nil: handle the event directly (the call was never reported, or is over).
+    public func callKitRequest(for event: CallEvent) -> CallKitRequest? {
+        switch event {
+        case .userAnswered(let visitID, _):
+            guard let call = calls[visitID], call.callKit == .reported, call.phase == .ringing else { return nil }
+            return .answer(call.callID)
+        case .userEnded(let visitID, _):
+            guard let call = calls[visitID], call.callKit == .reported, !call.phase.isEnded else { return nil }
+            return .end(call.callID)
+        default:
+            return nil
+        }
+    }
+
+    /// A `visit.ring_cancelled` background push as the event the coordinator understands:
+    /// the same as the realtime event (the reason picks CallKit's wording), or the visitor
+    /// leaving when this version does not know the reason.
+    public static func event(for push: RingCancelledPush) -> CallEvent {
+        guard let reason = push.reason else { return .callEnded(visitID: push.visitID) }
+        return .realtime(.ringCancelled, VisitEventData(visitID: push.visitID, reason: reason))
+    }
 
     public mutating func handle(_ event: CallEvent, now: Date) -> [CallEffect] {
         switch event {

@@ -375,6 +375,60 @@ extension ClientText {
     public static let loadError = "Não foi possível carregar agora. Puxe para atualizar"
 }
 
+// MARK: - The app shell's own words
+
+/// What the SwiftUI (or any) shell writes around the view models: titles, section names,
+/// VoiceOver labels and hints, and the sentences for what only the platform can fail at.
+/// Here, not in the shell, so that every word a resident reads is in one table and none
+/// is an English error description.
+extension ClientText {
+    public static let appTitle = "Portaria"
+    public static let settingsTitle = "Configurações"
+    public static let visitTitle = "Visita"
+    public static let loading = "Carregando…"
+
+    public static func connectionAccessibility(_ text: String) -> String { "Conexão: \(text)" }
+    public static func errorAccessibility(_ text: String) -> String { "Erro: \(text)" }
+
+    // Login
+    public static let passwordLoginLabel = "Entrar com usuário e senha"
+    public static let biometricHint = "Usa a biometria deste aparelho para abrir sua sessão"
+    public static func companyHint(_ name: String) -> String { "Entrar em \(name)" }
+
+    // Call
+    public static let remoteVideoAccessibility = "Vídeo do visitante"
+    /// CallKit refused to show the call (Não perturbe, a call already up): it keeps ringing
+    /// the other residents.
+    public static let callNotShown = "Não foi possível tocar esta chamada neste aparelho. Os outros moradores continuam sendo chamados"
+
+    // Visit detail
+    public static let voiceMessageTitle = "Recado"
+    public static let stopVoiceMessage = "Parar recado"
+    /// The recording's format is one this phone cannot play (a WebM/Ogg recording on iOS).
+    public static let voiceMessageUnplayable = "Este recado não pode ser tocado neste aparelho"
+    public static let decideTitle = "Decidir"
+    public static let timelineTitle = "Linha do tempo"
+
+    // Settings
+    public static func unitSection(_ label: String) -> String { "Unidade \(label)" }
+    public static let ringModeTitle = "Como tocar"
+    public static let moveUpAction = "Subir"
+    public static let moveDownAction = "Descer"
+    public static let removeAction = "Remover"
+    public static let securityTitle = "Segurança"
+    public static let biometricToggle = "Entrar com Face ID ou Touch ID"
+    public static let biometricUnavailable = "Biometria indisponível neste aparelho"
+    public static let openSettingsAction = "Abrir Ajustes"
+    public static let logoutAction = "Sair"
+
+    // Notifications
+    /// The system refused to register for notifications (no network at first launch, a
+    /// missing entitlement): the phone cannot ring until it succeeds.
+    public static let notificationsRegistrationFailed = "Não foi possível ativar as notificações neste aparelho. Abra o app de novo com internet"
+    /// A notification button whose decision could not even be stored on the phone.
+    public static let decisionNotStored = "Não foi possível guardar sua decisão. Abra o app e tente de novo"
+}
+
 extension String {
     var lowercasedFirst: String { prefix(1).lowercased() + dropFirst() }
 }

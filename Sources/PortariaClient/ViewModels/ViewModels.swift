@@ -39,6 +39,25 @@ public struct ResidentAPI: Sendable {
     public func deleteDevice(_ id: String) async throws {
         let _: JSONValue = try await call("DELETE", "/v1/devices/\(id)")
     }
+
+    /// A media file of a visit (`VisitDetailState.photoURL`, `voiceMessageURL`) with the
+    /// session's bearer. Only URLs on the server's own origin reach here (the state drops
+    /// others), so the bearer never leaves for another host; the path is sent as is.
+    public func media(_ url: URL) async throws -> Data {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true), !components.path.isEmpty else {
+            throw APIClientError.unexpected(status: 0)
+        }
+        let request = ClientHTTPRequest(method: "GET", path: components.path, query: components.queryItems ?? [])
+        let answer: ClientHTTPResponse
+        do { answer = try await http.sendAuthorized(request) } catch let error as TransportError {
+            throw APIClientError.transport(error.detail)
+        }
+        guard answer.isSuccess else {
+            if let body = answer.errorBody { throw APIClientError.server(status: answer.status, error: body) }
+            throw APIClientError.unexpected(status: answer.status)
+        }
+        return answer.body
+    }
 }
 
 // MARK: - Login
@@ -179,6 +198,12 @@ public final class CallViewModel {
     /// The coordinator's record changed (visit details arrived, the phase moved).
     public func update(_ record: CallRecord) {
         state = CallScreenState(record, isMuted: state.isMuted, message: state.message)
+    }
+
+    /// The microphone changed outside this screen (CallKit's own mute button): the button
+    /// follows without switching the microphone again.
+    public func muteChanged(_ muted: Bool) {
+        state.isMuted = muted
     }
 
     /// A `.show` effect: the sentence over the call screen ("João já atendeu às 14:32").

@@ -85,6 +85,17 @@ extension JSONValue {
 
     private static func writeString(_ value: String, to output: inout String) {
         output += "\""
+        // Most strings (ids, names, labels) need no escape: one append instead of one per
+        // scalar, which showed in the push client's profile. U+2028/U+2029 are E2 80 A8/A9.
+        let plain = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            for byte in bytes where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0xE2 { return false }
+            return true
+        }
+        if plain == true {
+            output += value
+            output += "\""
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": output += "\\\""

@@ -138,15 +138,33 @@ struct APNsFixture {
     let pki: TestPKI
     let server: FakeServer
     let provider: APNsProvider
+    /// Kept up to date by the fake: TCP connections accepted, peak of open streams.
+    let statsFile: String
 
-    static func make(pki: TestPKI, script: [String: [JSONValue]] = [:]) throws -> APNsFixture {
+    /// - Parameters:
+    ///   - serverStreams: SETTINGS_MAX_CONCURRENT_STREAMS the fake announces.
+    ///   - clientStreams: the provider's own limit of pushes in flight.
+    static func make(pki: TestPKI, script: [String: [JSONValue]] = [:], serverStreams: Int = 1000,
+                     clientStreams: Int = 100) throws -> APNsFixture {
+        let statsFile = pki.directory + "/apns-stats-\(UUID().uuidString).json"
         let server = try FakeServer("fake_apns", arguments: [
             "--cert", pki.serverCert, "--key", pki.serverKey, "--public-key", pki.apnsPublicKey,
             "--key-id", keyID, "--team-id", teamID, "--bundle", bundle,
+            "--max-concurrent-streams", String(serverStreams), "--stats", statsFile,
         ], script: script, directory: pki.directory)
-        let provider = try APNsProvider(configuration: APNsConfiguration(keyFile: pki.apnsKey, keyID: keyID, teamID: teamID,
-                                                                         bundleID: bundle, endpoint: server.url, caFile: pki.caFile))
-        return APNsFixture(pki: pki, server: server, provider: provider)
+        var configuration = APNsConfiguration(keyFile: pki.apnsKey, keyID: keyID, teamID: teamID,
+                                              bundleID: bundle, endpoint: server.url, caFile: pki.caFile)
+        configuration.maxConcurrentStreams = clientStreams
+        let provider = try APNsProvider(configuration: configuration)
+        return APNsFixture(pki: pki, server: server, provider: provider, statsFile: statsFile)
+    }
+
+    /// What the fake counted: TCP connections it accepted and the most streams one
+    /// connection had open at once.
+    func stats() -> (connectionsAccepted: Int, maxOpenStreams: Int) {
+        guard let data = FileManager.default.contents(atPath: statsFile),
+              let json = try? JSONCoding.decoder().decode(JSONValue.self, from: data) else { return (0, 0) }
+        return (json["connections_accepted"]?.intValue ?? 0, json["max_open_streams"]?.intValue ?? 0)
     }
 
     func stop() {

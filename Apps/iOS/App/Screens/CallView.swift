@@ -5,74 +5,70 @@ import SwiftUI
 import UIKit
 
 /// fase-5 §5 Chamada: the visitor's video full screen, self-preview in the corner, name,
-/// unit and the geofence badge over it; Autorizar (green, primary), Negar, mudo, encerrar.
-/// Everything shown — texts, colours, VoiceOver labels — is `CallScreenState`.
+/// unit and the geofence badge over it; the buttons by phase (Atender, Autorizar, Negar,
+/// Deixar na portaria, Mudo, Encerrar). Everything shown — texts, colours, VoiceOver labels,
+/// which buttons exist — is `CallViewModel` / `CallScreenState`; a tap is
+/// `CallViewModel.perform`, which `CallService` routes through CallKit where it must.
 struct CallView: View {
-    let visitID: String
-    @EnvironmentObject private var calls: CallService
-    @Environment(\.dismiss) private var dismiss
+    let screen: CallViewModel
 
     var body: some View {
-        if let call = calls.coordinator.calls[visitID] {
-            let state = CallScreenState(call, isMuted: calls.isMuted, message: calls.message)
-            ZStack {
-                Color.black.ignoresSafeArea()
-                VideoSurface(kind: .remote).ignoresSafeArea()
-                    .accessibilityLabel("Vídeo do visitante")
-                VStack(spacing: 12) {
-                    HStack(alignment: .top) {
-                        VStack(alignment: .leading, spacing: 6) {
-                            Text(state.callerName).font(.title.bold())
-                            Text(state.unitLine).font(.headline)
-                            Text(state.badgeText)
-                                .font(.headline)
-                                .padding(.horizontal, 10).padding(.vertical, 4)
-                                .background(Self.color(state.badgeColor), in: Capsule())
-                                .accessibilityLabel(state.badgeAccessibilityLabel)
-                        }
-                        .foregroundStyle(.white)
-                        .accessibilityElement(children: .combine)
-                        Spacer()
-                        VideoSurface(kind: .local)
-                            .frame(width: 96, height: 128)
-                            .clipShape(RoundedRectangle(cornerRadius: 12))
-                            .accessibilityHidden(true)
+        let state = screen.state
+        ZStack {
+            Color.black.ignoresSafeArea()
+            VideoSurface(kind: .remote).ignoresSafeArea()
+                .accessibilityLabel(ClientText.remoteVideoAccessibility)
+            VStack(spacing: 12) {
+                HStack(alignment: .top) {
+                    VStack(alignment: .leading, spacing: 6) {
+                        Text(state.callerName).font(.title.bold())
+                        Text(state.unitLine).font(.headline)
+                        Text(state.badgeText)
+                            .font(.headline)
+                            .padding(.horizontal, 10).padding(.vertical, 4)
+                            .background(Self.color(state.badgeColor), in: Capsule())
+                            .accessibilityLabel(state.badgeAccessibilityLabel)
+                        Text(state.phaseText).font(.subheadline)
                     }
-                    if let message = state.message {
-                        Text(message).font(.headline).padding().background(.thinMaterial, in: RoundedRectangle(cornerRadius: 12))
-                    }
+                    .foregroundStyle(.white)
+                    .accessibilityElement(children: .combine)
                     Spacer()
-                    buttons(state)
+                    VideoSurface(kind: .local)
+                        .frame(width: 96, height: 128)
+                        .clipShape(RoundedRectangle(cornerRadius: 12))
+                        .accessibilityHidden(true)
                 }
-                .padding()
+                if let message = state.message {
+                    Text(message).font(.headline).padding().background(.thinMaterial, in: RoundedRectangle(cornerRadius: 12))
+                }
+                Spacer()
+                ViewThatFits(in: .vertical) {
+                    buttons(state)
+                    ScrollView { buttons(state) }
+                }
             }
-            .onChange(of: state.phase.isEnded) { _, ended in if ended { dismiss() } }
-        } else {
-            Color.black.onAppear { dismiss() }
+            .padding()
         }
     }
 
     private func buttons(_ state: CallScreenState) -> some View {
-        let actions = state.actions
-        return VStack(spacing: 12) {
-            ForEach(Array(zip(state.decisions, actions)), id: \.0) { decision, action in
-                Button(action.title) { calls.decide(visitID: visitID, action: decision) }
+        VStack(spacing: 12) {
+            ForEach(Array(state.actions.enumerated()), id: \.offset) { _, action in
+                Button(action.title) { screen.perform(action.intent) }
                     .buttonStyle(.borderedProminent)
-                    .tint(action.isPrimary ? .green : (decision == .deny ? .red : .gray))
+                    .tint(Self.tint(action))
                     .controlSize(.large)
                     .frame(maxWidth: .infinity)
                     .accessibilityLabel(action.accessibilityLabel)
             }
-            HStack(spacing: 24) {
-                if let mute = actions.dropLast().last {
-                    Button(mute.title) { calls.toggleMute() }.accessibilityLabel(mute.accessibilityLabel)
-                }
-                if let end = actions.last {
-                    Button(end.title, role: .destructive) { calls.userEnded(visitID: visitID) }.accessibilityLabel(end.accessibilityLabel)
-                }
-            }
-            .buttonStyle(.bordered)
-            .tint(.white)
+        }
+    }
+
+    static func tint(_ action: CallScreenState.Action) -> Color {
+        if action.isPrimary { return .green }
+        switch action.intent {
+        case .decide(.deny), .end: return .red
+        default: return .gray
         }
     }
 
@@ -87,7 +83,7 @@ struct CallView: View {
 
 /// Where the WebRTC engine draws (the remote video full screen, the local preview in the
 /// corner). The engine is the app's `VideoCallEngine`; until a WebRTC framework is added
-/// to this project it is black (docs/ios.md, "not built").
+/// to this project it is black (docs/ios.md, gaps).
 struct VideoSurface: UIViewRepresentable {
     enum Kind { case remote, local }
     let kind: Kind

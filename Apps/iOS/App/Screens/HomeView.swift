@@ -2,56 +2,83 @@ import PortariaClient
 import PortariaCore
 import SwiftUI
 
-/// fase-5 §5 Home: pendências on top, history below, the connection state visible. Rows,
-/// texts and VoiceOver labels are `HomeState` / `VisitRow` (PortariaClient).
+/// fase-5 §5 Home: ringing and pendências on top, history below, decisions still queued,
+/// the connection state visible. Rows, texts, decisions and VoiceOver labels are
+/// `HomeViewModel` / `HomeState` / `VisitRow`.
 struct HomeView: View {
-    @EnvironmentObject private var model: AppModel
+    let app: ResidentAppModel
 
     var body: some View {
+        @Bindable var app = app
+        let home = app.home
+        let state = home.state
         NavigationStack {
             List {
                 Section {
-                    Label(model.home.connectionText, systemImage: model.home.connection == .live ? "dot.radiowaves.left.and.right" : "wifi.exclamationmark")
-                        .foregroundStyle(model.home.connection == .live ? .green : .orange)
-                        .accessibilityLabel("Conexão: \(model.home.connectionText)")
+                    Label(state.connectionText, systemImage: state.connection == .live ? "dot.radiowaves.left.and.right" : "wifi.exclamationmark")
+                        .foregroundStyle(state.connection == .live ? .green : .orange)
+                        .accessibilityLabel(ClientText.connectionAccessibility(state.connectionText))
                 }
-                if !model.home.queued.isEmpty {
-                    Section("Aguardando envio") {
-                        ForEach(model.home.queued, id: \.self) { Text($0) }
+                if let outcome = home.lastOutcome {
+                    Section { Text(outcome) }
+                }
+                if !state.queued.isEmpty {
+                    Section(ClientText.queuedSection) {
+                        ForEach(state.queued, id: \.self) { Text($0) }
                     }
                 }
-                rows("Tocando agora", model.home.ringing)
-                rows("Pendências", model.home.pending)
-                rows("Histórico", model.home.history)
+                rows(ClientText.ringingSection, state.ringing, home)
+                rows(ClientText.pendingSection, state.pending, home, empty: ClientText.emptyPending)
+                rows(ClientText.historySection, state.history, home)
             }
-            .navigationTitle("Portaria")
-            .navigationDestination(for: VisitID.self) { VisitDetailView(visitID: $0.value) }
-            .navigationDestination(item: $model.openedVisit) { VisitDetailView(visitID: $0.value) }
+            .navigationTitle(ClientText.appTitle)
+            .navigationDestination(for: VisitRoute.self) { VisitDetailView(app: app, visitID: $0.id) }
+            .navigationDestination(item: $app.openedVisitID.visitRoute) { VisitDetailView(app: app, visitID: $0.id) }
             .toolbar {
-                NavigationLink { SettingsView() } label: { Image(systemName: "gearshape") }
-                    .accessibilityLabel("Configurações")
+                NavigationLink { SettingsView(app: app) } label: { Image(systemName: "gearshape") }
+                    .accessibilityLabel(ClientText.settingsTitle)
             }
-            .refreshable { model.foreground() }
+            .refreshable { await app.foreground() }
         }
     }
 
-    @ViewBuilder private func rows(_ title: String, _ rows: [VisitRow]) -> some View {
-        if !rows.isEmpty {
+    @ViewBuilder
+    private func rows(_ title: String, _ rows: [VisitRow], _ home: HomeViewModel, empty: String? = nil) -> some View {
+        if !rows.isEmpty || empty != nil {
             Section(title) {
+                if rows.isEmpty, let empty { Text(empty).foregroundStyle(.secondary) }
                 ForEach(rows) { row in
-                    NavigationLink(value: VisitID(value: row.id)) {
-                        VStack(alignment: .leading, spacing: 4) {
-                            Text(row.title).font(.headline)
-                            Text(row.subtitle).font(.subheadline).foregroundStyle(.secondary)
-                            Text(row.statusText).font(.subheadline)
-                            if row.hasVoiceMessage { Label("Recado de voz", systemImage: "waveform").font(.footnote) }
+                    VStack(alignment: .leading, spacing: 6) {
+                        NavigationLink(value: VisitRoute(id: row.id)) {
+                            VStack(alignment: .leading, spacing: 4) {
+                                Text(row.title).font(.headline)
+                                Text(row.subtitle).font(.subheadline).foregroundStyle(.secondary)
+                                Text(row.statusText).font(.subheadline)
+                                if row.hasVoiceMessage { Label(ClientText.voiceMessageBadge, systemImage: "waveform").font(.footnote) }
+                            }
+                        }
+                        // One label for the whole row, written by the core.
+                        .accessibilityElement(children: .ignore)
+                        .accessibilityLabel(row.accessibilityLabel)
+                        if !row.actions.isEmpty {
+                            // Dynamic Type: the buttons wrap instead of clipping at the largest sizes.
+                            ViewThatFits {
+                                HStack { decisionButtons(row, home) }
+                                VStack(alignment: .leading) { decisionButtons(row, home) }
+                            }
                         }
                     }
-                    // One label for the whole row, written by the core.
-                    .accessibilityElement(children: .ignore)
-                    .accessibilityLabel(row.accessibilityLabel)
                 }
             }
+        }
+    }
+
+    private func decisionButtons(_ row: VisitRow, _ home: HomeViewModel) -> some View {
+        ForEach(row.actions, id: \.action) { action in
+            Button(action.title) { Task { await home.resolve(visitID: row.id, action: action.action) } }
+                .buttonStyle(.bordered)
+                .tint(action.action == .authorize ? .green : (action.action == .deny ? .red : .accentColor))
+                .accessibilityLabel(action.accessibilityLabel)
         }
     }
 }

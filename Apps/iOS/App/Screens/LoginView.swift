@@ -2,88 +2,99 @@ import PortariaClient
 import PortariaCore
 import SwiftUI
 
-/// login-ios.md: password, SMS code, biometrics, "lembrar" (the username; decision 0017), company choice. The
-/// states and every sentence are `LoginState` / `LoginText` (PortariaClient).
+/// login-ios.md: password, SMS code, biometrics, "lembrar" (the username; decision 0017),
+/// company choice. State, titles, errors and notices are `LoginViewModel` / `LoginState`;
+/// the transitions (and going home) are `ResidentAppModel`'s.
 struct LoginView: View {
-    @EnvironmentObject private var model: AppModel
-    @State private var usingSMS = false
-    @State private var phone = ""
-    @State private var code = ""
+    let app: ResidentAppModel
 
     var body: some View {
+        @Bindable var login = app.login
+        let state = login.state
         NavigationStack {
             Form {
-                if usingSMS { smsSection } else { passwordSection }
-                if let error = model.login.error {
-                    Section { Text(error).foregroundStyle(.red).accessibilityLabel("Erro: \(error)") }
+                switch state.method {
+                case .password: passwordSection(login)
+                case .sms: smsSection(login)
+                }
+                if let notice = state.notice {
+                    Section { Text(notice) }
+                }
+                if let error = state.error {
+                    Section {
+                        Text(error).foregroundStyle(.red).accessibilityLabel(ClientText.errorAccessibility(error))
+                    }
                 }
                 Section {
-                    Button(usingSMS ? "Entrar com usuário e senha" : "Entrar com código por SMS") { usingSMS.toggle() }
-                    if let title = model.biometricTitle {
-                        Button(title) { model.unlockWithBiometrics() }
-                            .accessibilityHint("Usa a biometria deste aparelho para abrir sua sessão")
+                    Button(state.submitTitle) { Task { await app.submitLogin() } }
+                        .disabled(!state.canSubmit)
+                    Button(state.method == .sms ? ClientText.passwordLoginLabel : ClientText.smsLoginLabel) {
+                        login.use(state.method == .sms ? .password : .sms)
+                    }
+                    if let title = state.biometricAction {
+                        Button(title) { Task { await app.unlockWithBiometrics() } }
+                            .accessibilityHint(ClientText.biometricHint)
                     }
                 }
             }
-            .navigationTitle("Portaria")
-            .disabled(model.login.phase == .submitting)
-            .sheet(isPresented: choosingCompany) { CompanyChoiceView() }
+            .navigationTitle(ClientText.appTitle)
+            .disabled(state.phase == .submitting)
+            .sheet(isPresented: .constant(state.isChoosingCompany)) { CompanyChoiceView(app: app) }
         }
     }
 
-    private var passwordSection: some View {
-        Section("Entrar") {
-            TextField("Usuário", text: $model.login.username)
+    private func passwordSection(_ login: LoginViewModel) -> some View {
+        @Bindable var login = login
+        return Section(ClientText.loginTitle) {
+            TextField(ClientText.usernameLabel, text: $login.state.username)
                 .textContentType(.username)
                 .textInputAutocapitalization(.never)
                 .autocorrectionDisabled()
-            SecureField("Senha", text: $model.login.password)
+            SecureField(ClientText.passwordLabel, text: $login.state.password)
                 .textContentType(.password)
-            Toggle(ClientText.rememberMeLabel, isOn: $model.login.rememberMe)
-            Button("Entrar") { model.submitPassword() }
-                .disabled(!model.login.canSubmit)
+            Toggle(ClientText.rememberMeLabel, isOn: $login.state.rememberMe)
         }
     }
 
-    @ViewBuilder private var smsSection: some View {
-        Section("Código por SMS") {
-            TextField("Celular com DDD", text: $phone)
+    private func smsSection(_ login: LoginViewModel) -> some View {
+        @Bindable var login = login
+        return Section(ClientText.smsLoginLabel) {
+            TextField(ClientText.phoneLabel, text: $login.state.phone)
                 .textContentType(.telephoneNumber)
                 .keyboardType(.phonePad)
-            if case .smsSent = model.login.phase {
-                TextField("Código de 6 dígitos", text: $code)
+            if case .awaitingCode = login.state.phase {
+                TextField(ClientText.codeLabel, text: $login.state.code)
                     .textContentType(.oneTimeCode)
                     .keyboardType(.numberPad)
-                Button("Confirmar código") { model.verifyCode(phone: phone, code: code) }
-                    .disabled(code.count != 6)
-            } else {
-                Button("Enviar código") { model.requestCode(phone: phone) }
-                    .disabled(phone.count < 10)
             }
         }
-    }
-
-    private var choosingCompany: Binding<Bool> {
-        Binding(get: { if case .choosingCompany = model.login.phase { return true } else { return false } }, set: { _ in })
     }
 }
 
 /// "Se houver múltiplas empresas, exibe modal de seleção."
 struct CompanyChoiceView: View {
-    @EnvironmentObject private var model: AppModel
+    let app: ResidentAppModel
 
     var body: some View {
         NavigationStack {
             List {
-                if case .choosingCompany(let companies) = model.login.phase {
+                if case .choosingCompany(let companies) = app.login.state.phase {
                     ForEach(companies, id: \.id) { company in
-                        Button(company.name) { model.choose(company) }
-                            .accessibilityHint("Entrar em \(company.name)")
+                        Button(company.name) { Task { await app.chooseCompany(company) } }
+                            .accessibilityHint(ClientText.companyHint(company.name))
                     }
                 }
             }
-            .navigationTitle("Escolha o condomínio")
+            .navigationTitle(ClientText.chooseCompanyTitle)
         }
         .interactiveDismissDisabled()
+    }
+}
+
+extension LoginState {
+    /// The company sheet is up while the login waits for the choice.
+    var isChoosingCompany: Bool {
+        if case .choosingCompany = phase { return true }
+        return false
     }
 }

@@ -2,83 +2,91 @@ import PortariaClient
 import PortariaCore
 import SwiftUI
 import UIKit
-import UserNotifications
 
-/// fase-5 §5 Configurações: delivery rule per unit, ring order, active devices,
-/// notifications; plus biometric unlock and logout. Built on the DTOs; a tested view model
-/// for this screen is the client core's work (docs/ios.md, gaps).
+/// fase-5 §5 Configurações: the unit's delivery rule and ring order, this user's devices,
+/// whether this phone can ring (problems first, each with its fix); biometric unlock and
+/// logout. Options, titles, labels and the optimistic edits are `SettingsViewModel` /
+/// `SettingsState`; the toggle and logout are `ResidentAppModel`'s.
 struct SettingsView: View {
-    @EnvironmentObject private var model: AppModel
-    @State private var units: [UnitSummary] = []
-    @State private var settings: [String: UnitSettingsResponse] = [:]
-    @State private var devices: [DeviceView] = []
-    @State private var notificationsAllowed: Bool?
-    @State private var biometric = false
+    let app: ResidentAppModel
 
     var body: some View {
+        let settings = app.settings
+        let state = settings.state
+        // The same order as `notificationLines` (problems first), for the colour.
+        let statuses = state.notificationStatuses.sorted { $0.isProblem && !$1.isProblem }
         Form {
-            ForEach(units, id: \.id) { unit in
-                if let current = settings[unit.id] {
-                    Section("Unidade \(unit.label)") {
-                        Picker("Entregas", selection: rule(unit.id)) {
-                            Text("Perguntar").tag(DeliveryRule.ask)
-                            Text("Perguntar; sem resposta, deixar na portaria").tag(DeliveryRule.askThenConcierge)
-                            Text("Sempre deixar na portaria").tag(DeliveryRule.leaveAtConcierge)
-                        }
-                        Text(current.settings.ringMode == .sequential ? "Toca um morador por vez" : "Toca para todos ao mesmo tempo")
-                        ForEach(Array(current.settings.ringOrder.enumerated()), id: \.offset) { index, userID in
-                            Text("\(index + 1). \(current.residents.first { $0.id == userID }?.name ?? "Morador")")
-                        }
-                    }
-                }
+            if let error = state.error {
+                Section { Text(error).foregroundStyle(.red).accessibilityLabel(ClientText.errorAccessibility(error)) }
             }
-            Section("Aparelhos ativos") {
-                ForEach(devices, id: \.id) { device in
-                    Text("\(device.deviceName ?? device.platform) · \(device.platform)")
+            Section(ClientText.notificationsTitle) {
+                ForEach(Array(state.notificationLines.enumerated()), id: \.offset) { index, line in
+                    Text(line).foregroundStyle(statuses[index].isProblem ? Color.orange : Color.primary)
                 }
-            }
-            Section("Notificações") {
-                switch notificationsAllowed {
-                case true?: Text("Ativadas")
-                case false?:
-                    Text("Desativadas: você não será avisado quando alguém tocar.")
-                    Button("Abrir Ajustes") {
+                if state.notificationStatuses.contains(where: \.isProblem) {
+                    Button(ClientText.openSettingsAction) {
                         if let url = URL(string: UIApplication.openSettingsURLString) { UIApplication.shared.open(url) }
                     }
-                case nil: ProgressView()
                 }
             }
-            Section("Segurança") {
-                Toggle("Entrar com Face ID / Touch ID", isOn: $biometric)
-                    .onChange(of: biometric) { _, on in model.setBiometricUnlock(on) }
-                Button("Sair", role: .destructive) { model.logout() }
+            if state.settings != nil {
+                Section(state.unitLabel.map(ClientText.unitSection) ?? ClientText.deliveryRuleTitle) {
+                    Picker(ClientText.deliveryRuleTitle, selection: Binding(
+                        get: { state.deliveryRuleOptions.first(where: \.isSelected)?.value ?? .ask },
+                        set: { rule in Task { await settings.setDeliveryRule(rule) } })) {
+                        ForEach(state.deliveryRuleOptions, id: \.value) { Text($0.title).tag($0.value) }
+                    }
+                    Picker(ClientText.ringModeTitle, selection: Binding(
+                        get: { state.ringModeOptions.first(where: \.isSelected)?.value ?? .sequential },
+                        set: { mode in Task { await settings.setRingMode(mode) } })) {
+                        ForEach(state.ringModeOptions, id: \.value) { Text($0.title).tag($0.value) }
+                    }
+                }
+                Section(ClientText.ringOrderTitle) {
+                    ForEach(state.ringOrder) { resident in
+                        HStack {
+                            Text(resident.title)
+                            Spacer()
+                            Button(ClientText.moveUpAction) { Task { await settings.moveResident(resident.id, by: -1) } }
+                                .disabled(!resident.canMoveUp)
+                                .accessibilityLabel(resident.moveUpAccessibilityLabel)
+                            Button(ClientText.moveDownAction) { Task { await settings.moveResident(resident.id, by: 1) } }
+                                .disabled(!resident.canMoveDown)
+                                .accessibilityLabel(resident.moveDownAccessibilityLabel)
+                        }
+                        .buttonStyle(.borderless)
+                    }
+                }
+            }
+            Section(ClientText.devicesTitle) {
+                ForEach(state.deviceRows) { device in
+                    HStack {
+                        VStack(alignment: .leading) {
+                            Text(device.title)
+                            Text(device.subtitle).font(.footnote).foregroundStyle(.secondary)
+                        }
+                        Spacer()
+                        if !device.isThisDevice {
+                            Button(ClientText.removeAction, role: .destructive) { Task { await settings.removeDevice(device.id) } }
+                                .buttonStyle(.borderless)
+                                .accessibilityLabel(device.removeAccessibilityLabel)
+                        }
+                    }
+                }
+            }
+            Section(ClientText.securityTitle) {
+                Toggle(ClientText.biometricToggle, isOn: Binding(
+                    get: { app.biometricUnlockEnabled },
+                    set: { on in Task { await app.setBiometricUnlock(on) } }))
+                Button(ClientText.logoutAction, role: .destructive) { Task { await app.logout() } }
             }
         }
-        .navigationTitle("Configurações")
-        .task { await load() }
-    }
-
-    private func rule(_ unitID: String) -> Binding<DeliveryRule> {
-        Binding(get: { settings[unitID]?.settings.deliveryRule ?? .ask }, set: { newRule in
-            guard var changed = settings[unitID] else { return }
-            changed.settings.deliveryRule = newRule
-            settings[unitID] = changed
-            Task {
-                let saved: UnitSettingsResponse? = try? await model.session.send("PUT", "/v1/units/\(unitID)/settings", body: changed.settings)
-                if let saved { settings[unitID] = saved } else { model.banner = "Não foi possível salvar. Tente de novo" }
-            }
-        })
-    }
-
-    private func load() async {
-        biometric = model.options.biometricUnlockEnabled
-        notificationsAllowed = await UNUserNotificationCenter.current().notificationSettings().authorizationStatus == .authorized
-        if let me = try? await model.session.me() {
-            units = me.units
-            for unit in me.units {
-                settings[unit.id] = try? await model.session.send("GET", "/v1/units/\(unit.id)/settings")
-            }
+        .disabled(state.isSaving)
+        .navigationTitle(ClientText.settingsTitle)
+        .task {
+            await app.refreshNotificationStatus()
+            await settings.load()
         }
-        if let list: DeviceList = try? await model.session.send("GET", "/v1/devices") { devices = list.devices }
+        .refreshable { await settings.load() }
     }
 }

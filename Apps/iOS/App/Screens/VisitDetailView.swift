@@ -4,105 +4,91 @@ import PortariaCore
 import SwiftUI
 import UIKit
 
-/// fase-5 §5 Detalhe da visita: photo, timeline of `visit_attempts`, the voice message
-/// player, and the decision buttons while it is open. Built on the `Visit` DTO; a tested
-/// view model for this screen is the client core's work (docs/ios.md, gaps).
+/// fase-5 §5 Detalhe da visita: the photo, where the visitor was (distance and direction),
+/// the voice message, the decisions while it is open, and the timeline. Every text and
+/// VoiceOver label is `VisitDetailViewModel` / `VisitDetailState`; this view only decodes
+/// the image and plays the audio.
 struct VisitDetailView: View {
-    let visitID: String
-    @EnvironmentObject private var model: AppModel
-    @State private var visit: Visit?
+    let app: ResidentAppModel
+    @State private var screen: VisitDetailViewModel
     @State private var photo: UIImage?
     @State private var player: AVAudioPlayer?
-    @State private var failed = false
+    @State private var voiceProblem: String?
+
+    init(app: ResidentAppModel, visitID: String) {
+        self.app = app
+        _screen = State(initialValue: app.visitDetail(visitID))
+    }
 
     var body: some View {
         List {
-            if let visit {
+            if let state = screen.state {
                 Section {
                     if let photo {
                         Image(uiImage: photo).resizable().scaledToFit()
-                            .accessibilityLabel("Foto de \(visit.visitorName) tirada na portaria")
+                            .accessibilityLabel(state.photoAccessibilityLabel)
+                    } else if state.photoURL == nil {
+                        Text(state.photoAccessibilityLabel).foregroundStyle(.secondary)
                     }
-                    Text([visit.carrier, visit.visitorName].compactMap { $0 }.joined(separator: " — ")).font(.title2.bold())
-                    Text("\(visit.unit.label) · \(visit.kind == .delivery ? "Entrega" : "Visita")")
-                    Text(visit.geofenceBadge).font(.headline)
-                    Text(HomeText.status(visit.status, resolution: visit.resolution, at: visit.updatedAt, timeZone: model.home.timeZone))
+                    Text(state.title).font(.title2.bold())
+                    Text(state.subtitle)
+                    Text(state.statusText).font(.headline)
+                    Label(state.locationText, systemImage: "location")
+                        .accessibilityLabel(state.locationAccessibilityLabel)
                 }
-                if visit.voiceMessage != nil {
-                    Section("Recado") {
-                        Button(player?.isPlaying == true ? "Parar recado" : "Ouvir recado") { Task { await toggleVoice() } }
+                if state.voiceMessageURL != nil {
+                    Section(ClientText.voiceMessageTitle) {
+                        Button(player?.isPlaying == true ? ClientText.stopVoiceMessage : ClientText.playVoiceMessage) {
+                            Task { await toggleVoice(state) }
+                        }
+                        if let duration = state.voiceMessageDurationText { Text(duration).foregroundStyle(.secondary) }
+                        if let voiceProblem { Text(voiceProblem).foregroundStyle(.orange) }
                     }
                 }
-                if !visit.status.isTerminal {
-                    Section("Decidir") {
-                        let actions: [ResolutionAction] = visit.kind == .delivery ? [.authorize, .leaveAtConcierge, .deny] : [.authorize, .deny]
-                        ForEach(actions, id: \.self) { action in
-                            Button(ClientText.actionTitle(action)) { model.resolve(visit.id, action) }
-                                .tint(action == .authorize ? .green : (action == .deny ? .red : .accentColor))
+                if !state.actions.isEmpty {
+                    Section(ClientText.decideTitle) {
+                        ForEach(state.actions, id: \.action) { action in
+                            Button(action.title) { Task { await app.resolve(screen, action.action) } }
+                                .tint(action.action == .authorize ? .green : (action.action == .deny ? .red : .accentColor))
+                                .accessibilityLabel(action.accessibilityLabel)
                         }
                     }
                 }
-                Section("Linha do tempo") {
-                    ForEach(visit.attempts, id: \.id) { attempt in
-                        VStack(alignment: .leading) {
-                            Text(Self.describe(attempt)).font(.body)
-                            Text(ResolutionText.clock(attempt.at, timeZone: model.home.timeZone)).font(.footnote).foregroundStyle(.secondary)
-                        }
-                        .accessibilityElement(children: .combine)
-                    }
+                if let outcome = screen.lastOutcome {
+                    Section { Text(outcome) }
                 }
-            } else if failed {
-                Text("Não foi possível carregar esta visita. Puxe para tentar de novo.")
+                Section(ClientText.timelineTitle) {
+                    ForEach(state.timeline) { entry in Text(entry.text) }
+                }
+            } else if let error = screen.error {
+                Text(error)
             } else {
-                ProgressView("Carregando…")
+                ProgressView(ClientText.loading)
             }
         }
-        .navigationTitle("Visita")
-        .task { await load() }
-        .refreshable { await load() }
-    }
-
-    private func load() async {
-        do {
-            let loaded: Visit = try await model.session.send("GET", "/v1/visits/\(visitID)")
-            visit = loaded
-            failed = false
-            if loaded.photo != nil, let data = await media("photo") { photo = UIImage(data: data) }
-        } catch {
-            failed = true
+        .navigationTitle(ClientText.visitTitle)
+        .task {
+            await screen.load()
+            if let url = screen.state?.photoURL, let data = await app.media(url) { photo = UIImage(data: data) }
         }
+        .refreshable { await screen.load() }
     }
 
-    private func media(_ kind: String) async -> Data? {
-        let response = try? await model.session.sendAuthorized(ClientHTTPRequest(method: "GET", path: "/v1/visits/\(visitID)/\(kind)"))
-        guard let response, response.isSuccess else { return nil }
-        return response.body
-    }
-
-    private func toggleVoice() async {
-        if let player, player.isPlaying { player.stop(); return }
-        guard let data = await media("voice_message") else { return }
+    private func toggleVoice(_ state: VisitDetailState) async {
+        if let player, player.isPlaying {
+            player.stop()
+            return
+        }
+        guard let url = state.voiceMessageURL, let data = await app.media(url) else {
+            voiceProblem = ClientText.loadError
+            return
+        }
+        // Not during a call: CallKit owns the session then (playAndRecord).
         try? AVAudioSession.sharedInstance().setCategory(.playback)
         player = try? AVAudioPlayer(data: data)
+        // AVAudioPlayer reads m4a (Safari's recordings), not WebM or Ogg (Chrome's and
+        // Firefox's): say so instead of a button that does nothing (docs/ios.md, gaps).
+        voiceProblem = player == nil ? ClientText.voiceMessageUnplayable : nil
         player?.play()
-    }
-
-    /// pt-BR line for one timeline entry.
-    static func describe(_ attempt: VisitAttempt) -> String {
-        let who = attempt.user.map { ResolutionText.firstName($0.name) } ?? ""
-        switch attempt.kind {
-        case .ring: return "Tocou para \(who)"
-        case .pushSent: return "Notificação enviada para \(who)"
-        case .pushReceipt: return "Notificação recebida por \(who)"
-        case .answer: return "\(who) atendeu"
-        case .decline: return "\(who) recusou a chamada"
-        case .timeout: return "Ninguém atendeu"
-        case .resolution: return who.isEmpty ? "Resolvida automaticamente" : "\(who) decidiu"
-        case .cancel: return "O visitante desistiu"
-        case .expire: return "Expirou sem resposta"
-        case .callStarted: return "Chamada de vídeo iniciada"
-        case .callConnected: return "Vídeo conectado"
-        case .callEnded: return "Chamada encerrada"
-        }
     }
 }

@@ -16,6 +16,8 @@ public struct APNsConfiguration: Sendable {
     /// 20 minutes, so this is clamped to 20…55 minutes.
     public var tokenLifetime: TimeInterval = 50 * 60
     public var requestTimeout: TimeInterval = 10
+    /// Pushes in flight on the one connection; more wait in the client (`HTTP2Client`).
+    public var maxConcurrentStreams = 100
 
     public init(keyFile: String, keyID: String, teamID: String, bundleID: String,
                 endpoint: String = "https://api.push.apple.com", caFile: String? = nil) {
@@ -99,7 +101,8 @@ public final class APNsProvider: PushProvider {
         let key = try ProviderKey(pemFile: configuration.keyFile)
         tokens = try APNsTokenCache(key: key, keyID: configuration.keyID, teamID: configuration.teamID,
                                     lifetime: configuration.tokenLifetime, now: now)
-        client = try HTTP2Client(caFile: configuration.caFile, label: "apns", log: log)
+        client = try HTTP2Client(caFile: configuration.caFile, maxConcurrentStreams: configuration.maxConcurrentStreams,
+                                 label: "apns", log: log)
     }
 
     public func shutdown() { client.shutdown() }
