@@ -18,6 +18,7 @@ public struct Authenticator: Sendable {
     public let database: any SQLDatabase
     public let jwt: JWTCodec
     public let accounts: AccountStore
+    let sessions: SessionStore
     public var now: @Sendable () -> Date = { Date() }
     let verified = VerifiedTokenCache()
 
@@ -25,6 +26,7 @@ public struct Authenticator: Sendable {
         self.database = database
         self.jwt = jwt
         self.accounts = AccountStore(database: database)
+        self.sessions = SessionStore(database: database)
     }
 
     /// The verified token's user and session; the session must still be live, so logout
@@ -39,18 +41,10 @@ public struct Authenticator: Sendable {
         do { claims = try verified.verify(String(parts[1]), with: jwt, now: now()) } catch {
             throw HTTPError.unauthorized(error == .expired ? "token expired" : "invalid token")
         }
-        let at = now()
-        let row = try await database.read { db in
-            try db.queryOne("""
-                SELECT s.revoked_at, s.expires_at, u.id, u.username, u.name, u.phone, u.password_hash, u.master, u.driver, u.disabled
-                FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ?
-                """, .text(claims.sid), .text(claims.sub))
-        }
-        guard let row, row.int("revoked_at") == nil, (row.date("expires_at") ?? .distantPast) > at,
-              row.bool("disabled") != true else {
+        guard let user = try await sessions.liveUser(sessionID: claims.sid, userID: claims.sub, at: now()) else {
             throw HTTPError.unauthorized("session ended")
         }
-        return (UserRecord(row), claims.sid)
+        return (user, claims.sid)
     }
 
     /// Whether the bearer is a visitor token (the gate page) rather than a JWT: visitor
@@ -62,22 +56,16 @@ public struct Authenticator: Sendable {
 
     /// Whether a session is still usable (not revoked, not expired, user not disabled).
     public func sessionIsLive(_ sessionID: String) async throws -> Bool {
-        let at = now()
-        return try await database.read { db in
-            try db.queryOne("""
-                SELECT s.id FROM sessions s JOIN users u ON u.id = s.user_id
-                WHERE s.id = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND u.disabled = 0
-                """, .text(sessionID), .date(at)) != nil
-        }
+        try await sessions.isLive(sessionID: sessionID, at: now())
     }
 
     /// Authenticates and selects the company: `X-Company-Id`, or the only company the user
     /// has. A company the user is not in answers 404, as if it did not exist.
     public func caller(_ request: HTTPRequest, requiring permission: String? = nil) async throws -> Caller {
         let (user, sessionID) = try await authenticate(request)
-        let companyID: String
+        let requestedID: String
         if let requested = request.header("x-company-id") {
-            companyID = requested.trimmingCharacters(in: .whitespaces).lowercased()
+            requestedID = requested.trimmingCharacters(in: .whitespaces).lowercased()
         } else {
             let companies = try await accounts.companyIDs(userID: user.id)
             guard companies.count == 1 else {
@@ -86,9 +74,10 @@ public struct Authenticator: Sendable {
                                     : "user belongs to several companies: send X-Company-Id",
                                 details: ["field": .string("X-Company-Id")])
             }
-            companyID = companies[0]
+            requestedID = companies[0]
         }
-        guard companyID.utf8.count <= 64, let membership = try await accounts.membership(userID: user.id, companyID: companyID) else {
+        guard let companyID = CompanyID(rawValue: requestedID),
+              let membership = try await accounts.membership(userID: user.id, companyID: companyID.rawValue) else {
             throw HTTPError.notFound("company not found")
         }
         let caller = Caller(user: user, sessionID: sessionID, membership: membership,
