@@ -121,25 +121,8 @@ public enum WebSocketClient {
         /// Numeric addresses are parsed directly; names go through `getaddrinfo` (blocking,
         /// once per connect — clients of this project talk to configured servers).
         func resolve() throws -> sockaddr_storage {
+            if let numeric = NumericSocketAddress(host: host, port: port) { return numeric.storage }
             var storage = sockaddr_storage()
-            var v4 = sockaddr_in()
-            if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
-                v4.sin_family = sa_family_t(AF_INET)
-                v4.sin_port = port.bigEndian
-                withUnsafeMutableBytes(of: &storage) { target in
-                    withUnsafeBytes(of: &v4) { target.copyMemory(from: $0) }
-                }
-                return storage
-            }
-            var v6 = sockaddr_in6()
-            if inet_pton(AF_INET6, host, &v6.sin6_addr) == 1 {
-                v6.sin6_family = sa_family_t(AF_INET6)
-                v6.sin6_port = port.bigEndian
-                withUnsafeMutableBytes(of: &storage) { target in
-                    withUnsafeBytes(of: &v6) { target.copyMemory(from: $0) }
-                }
-                return storage
-            }
             var hints = addrinfo()
             hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
             var list: UnsafeMutablePointer<addrinfo>?

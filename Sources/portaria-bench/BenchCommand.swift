@@ -38,40 +38,26 @@ enum BenchCommand {
     static func run(_ arguments: [String]) async -> Int32 {
         guard let command = arguments.first else { print(usage); return 64 }
         do {
+            // Each benchmark reads its own `--name value` options; the Linux-only ones
+            // need epoll (and /proc for the soak).
+            let options = { try Options(Array(arguments.dropFirst())) }
             switch command {
-            case "ws":
-                #if canImport(Glibc)
-                try await WebSocketBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
-                return 0
-                #else
-                throw BenchError("the WebSocket benchmark needs Linux (epoll)")
-                #endif
-            case "tokens":
-                try await TokenBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
-                return 0
-            case "realtime":
-                #if canImport(Glibc)
-                try await RealtimeBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
-                return 0
-                #else
-                throw BenchError("the realtime benchmark needs Linux (epoll)")
-                #endif
-            case "soak":
-                #if canImport(Glibc)
-                try await SoakBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
-                return 0
-                #else
-                throw BenchError("the soak needs Linux (/proc, epoll)")
-                #endif
-            case "visits":
-                try await VisitsBenchmark(options: try Options(Array(arguments.dropFirst()))).run()
-                return 0
+            case "tokens": try await TokenBenchmark(options: try options()).run()
+            case "visits": try await VisitsBenchmark(options: try options()).run()
+            #if canImport(Glibc)
+            case "ws": try await WebSocketBenchmark(options: try options()).run()
+            case "realtime": try await RealtimeBenchmark(options: try options()).run()
+            case "soak": try await SoakBenchmark(options: try options()).run()
+            #else
+            case "ws", "realtime", "soak": throw BenchError("the \(command) benchmark needs Linux (epoll)")
+            #endif
             case "help", "--help", "-h":
                 print(usage)
                 return 0
             default:
                 throw BenchError("unknown benchmark '\(command)'")
             }
+            return 0
         } catch {
             FileHandle.standardError.write(Data("portaria-bench: \(error)\n".utf8))
             return 1
@@ -82,6 +68,26 @@ enum BenchCommand {
 struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// What a benchmark drives: `serve --demo`'s data unless the options name other
+/// (`--label` names the database in RESULT lines; `--username`/`--password` log in).
+struct DemoTarget {
+    let label: String
+    let username: String
+    let password: String
+    let company: String
+    let gate: String
+    let unitLabel: String
+
+    init(_ options: Options) {
+        label = options.string("label") ?? "-"
+        username = options.string("username") ?? "portaria"
+        password = options.string("password") ?? "demo1234"
+        company = options.string("company") ?? "Residencial Demo"
+        gate = options.string("gate") ?? "demo-gate"
+        unitLabel = options.string("unit") ?? "A-101"
+    }
 }
 
 /// `--name value` pairs.
@@ -101,6 +107,18 @@ struct Options {
     }
 
     func string(_ name: String) -> String? { values[name] }
+
+    /// A server URL option without its trailing slash (paths are appended to it); nil
+    /// when absent.
+    func url(_ name: String) -> String? {
+        values[name].map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+    }
+
+    /// The required `--url` of the server under test.
+    func serverURL() throws -> String {
+        guard let url = url("url") else { throw BenchError("--url is required") }
+        return url
+    }
 
     func int(_ name: String, default value: Int) throws -> Int {
         guard let text = values[name] else { return value }

@@ -16,28 +16,17 @@ struct RealtimeBenchmark {
     let serverPID: Int?
     let secondServerPID: Int?
     let concurrency: Int
-    let database: String
-    let username: String
-    let password: String
-    let company: String
-    let gate: String
-    let unitLabel: String
+    let target: DemoTarget
 
     init(options: Options) throws {
-        guard let url = options.string("url") else { throw BenchError("--url is required") }
-        baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
-        secondURL = options.string("second-url").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        baseURL = try options.serverURL()
+        secondURL = options.url("second-url")
         connections = max(1, try options.int("connections", default: 5000))
         visits = max(1, try options.int("visits", default: 20))
         serverPID = try options.string("server-pid").map { _ in try options.int("server-pid", default: 0) }
         secondServerPID = try options.string("second-server-pid").map { _ in try options.int("second-server-pid", default: 0) }
         concurrency = max(1, try options.int("concurrency", default: 128))
-        database = options.string("label") ?? "-"
-        username = options.string("username") ?? "portaria"
-        password = options.string("password") ?? "demo1234"
-        company = options.string("company") ?? "Residencial Demo"
-        gate = options.string("gate") ?? "demo-gate"
-        unitLabel = options.string("unit") ?? "A-101"
+        target = DemoTarget(options)
     }
 
     struct Phase {
@@ -50,11 +39,11 @@ struct RealtimeBenchmark {
         let fileLimit = ResourceLimits.raiseOpenFileLimit()
         if fileLimit < connections + 64 { print("warning: open file limit \(fileLimit) is below \(connections) connections") }
         let http = BenchHTTP(baseURL: baseURL, connections: 4)
-        let (token, companyID) = try await http.login(username, password: password, company: company)
-        let unitID = try await http.unitID(gate: gate, label: unitLabel)
+        let (token, companyID) = try await http.login(target.username, password: target.password, company: target.company)
+        let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
         let context = Context(http: http, token: token, companyID: companyID, unitID: unitID)
 
-        print("realtime fan-out (\(database)): \(connections) sockets of '\(username)', \(visits) visits at \(gate) for \(unitLabel)")
+        print("realtime fan-out (\(target.label)): \(connections) sockets of '\(target.username)', \(visits) visits at \(target.gate) for \(target.unitLabel)")
         let single = try await phase(name: "single instance", socketsAt: baseURL, pid: serverPID, context)
         report(single, scenario: "realtime")
         guard let secondURL else { return }
@@ -63,7 +52,7 @@ struct RealtimeBenchmark {
         let a = Percentiles(single.deliveries), b = Percentiles(cross.deliveries)
         print(String(format: "  cross-instance minus single-instance, per delivery: p50 %+.2f ms  p95 %+.2f ms  p99 %+.2f ms",
                      b.at(0.5) - a.at(0.5), b.at(0.95) - a.at(0.95), b.at(0.99) - a.at(0.99)))
-        printResult(scenario: "realtime-cross-extra", database: database,
+        printResult(scenario: "realtime-cross-extra", database: target.label,
                     String(format: "p50_ms=%.3f p95_ms=%.3f p99_ms=%.3f", b.at(0.5) - a.at(0.5), b.at(0.95) - a.at(0.95), b.at(0.99) - a.at(0.99)))
     }
 
@@ -77,10 +66,10 @@ struct RealtimeBenchmark {
     private func report(_ phase: Phase, scenario: String) {
         print("    per delivery       " + summary(phase.deliveries))
         print("    until all received " + summary(phase.completions))
-        printResult(scenario: "\(scenario)-delivery", database: database, Percentiles(phase.deliveries).fields)
-        printResult(scenario: "\(scenario)-all", database: database, Percentiles(phase.completions).fields)
+        printResult(scenario: "\(scenario)-delivery", database: target.label, Percentiles(phase.deliveries).fields)
+        printResult(scenario: "\(scenario)-all", database: target.label, Percentiles(phase.completions).fields)
         if let kib = phase.kibPerConnection {
-            printResult(scenario: "\(scenario)-idle-memory", database: database,
+            printResult(scenario: "\(scenario)-idle-memory", database: target.label,
                         String(format: "kib_per_connection=%.2f n=%d", kib, connections))
         }
     }
@@ -142,7 +131,7 @@ struct RealtimeBenchmark {
                               patience: Duration) async throws -> ([Double], Double, Int) {
         recorder.reset()
         let sentAt = MonotonicClock.now()
-        let (status, visitID) = try await context.http.createVisit(gate: gate, unitID: context.unitID, name: name)
+        let (status, visitID) = try await context.http.createVisit(gate: target.gate, unitID: context.unitID, name: name)
         guard status == 201, let visitID else { throw BenchError("gate POST answered \(status)") }
         let deadline = MonotonicClock.now() + UInt64(patience.components.seconds) * 1_000_000_000
         var arrivals: [ObjectIdentifier: UInt64] = [:]

@@ -33,8 +33,7 @@ struct SoakBenchmark {
     let bound: Double
 
     init(options: Options) throws {
-        guard let url = options.string("url") else { throw BenchError("--url is required") }
-        baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        baseURL = try options.serverURL()
         guard options.string("server-pid") != nil else { throw BenchError("--server-pid is required (RSS and descriptors)") }
         serverPID = try options.int("server-pid", default: 0)
         seconds = max(1, try options.int("seconds", default: 600))

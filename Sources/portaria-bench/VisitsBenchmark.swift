@@ -14,34 +14,27 @@ struct VisitsBenchmark {
     let concurrency: Int
     let requests: Int
     let warmup: Int
-    let database: String
-    let company: String
-    let gate: String
-    let unitLabel: String
+    let target: DemoTarget
 
     init(options: Options) throws {
-        guard let url = options.string("url") else { throw BenchError("--url is required") }
-        baseURL = url
+        baseURL = try options.serverURL()
         concurrency = max(1, try options.int("concurrency", default: 50))
         requests = max(1, try options.int("requests", default: 2000))
         warmup = try options.int("warmup", default: 100)
-        database = options.string("label") ?? "-"
-        company = options.string("company") ?? "Residencial Demo"
-        gate = options.string("gate") ?? "demo-gate"
-        unitLabel = options.string("unit") ?? "A-101"
+        target = DemoTarget(options)
     }
 
     func run() async throws {
         let http = BenchHTTP(baseURL: baseURL, connections: concurrency + 4)
-        let unitID = try await http.unitID(gate: gate, label: unitLabel)
+        let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
         var residents: [(token: String, companyID: String)] = []
-        for name in ["maria", "joao"] { residents.append(try await http.login(name, password: "demo1234", company: company)) }
+        for name in ["maria", "joao"] { residents.append(try await http.login(name, password: target.password, company: target.company)) }
         let people = residents
-        print("visits (\(database)): \(requests) requests per scenario, \(concurrency) concurrent clients, unit \(unitLabel)")
+        print("visits (\(target.label)): \(requests) requests per scenario, \(concurrency) concurrent clients, unit \(target.unitLabel)")
 
         @Sendable func healthz(_: Int) async throws -> Int { try await http.send("GET", "/healthz").status }
         let created = Locked<[Int: String]>([:])
-        let gateName = gate
+        let gateName = target.gate
         @Sendable func createVisit(_ index: Int) async throws -> Int {
             let (status, id) = try await http.createVisit(gate: gateName, unitID: unitID, name: "Bench \(index)")
             if let id { created.withLock { $0[index] = id } }
@@ -83,7 +76,7 @@ struct VisitsBenchmark {
         case let text where text.hasPrefix("gate"): "gate-post"
         default: "resolve"
         }
-        printResult(scenario: scenario, database: database,
+        printResult(scenario: scenario, database: target.label,
                     String(format: "rps=%.1f healthz_ratio=%.3f ", result.throughput, ratio) + result.percentiles.fields
                         + " errors=\(result.errors(expecting: status))")
     }

@@ -19,8 +19,7 @@ struct WebSocketBenchmark {
     private let serverFanout = Locked<[Double]>([])
 
     init(options: Options) throws {
-        guard let url = options.string("url") else { throw BenchError("--url is required") }
-        baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        baseURL = try options.serverURL()
         connections = try options.int("connections", default: 10_000)
         serverPID = try options.string("server-pid").map { _ in try options.int("server-pid", default: 0) }
         broadcasts = try options.int("broadcasts", default: 20)

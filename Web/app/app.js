@@ -22,6 +22,9 @@ let socket = null;
 let pollTimer = 0;
 let reconnectTimer = 0;
 let drainTimer = 0;
+/** The last realtime `seq` seen: a reconnect asks for what came after it (`?since=`). */
+let lastSeq = null;
+let loadTimer = 0;
 const photoURLs = new Map();
 /** What the resident's own taps got, per visit, kept across list refreshes. */
 const notes = new Map();
@@ -85,10 +88,97 @@ function showError(id, message) {
 
 // MARK: login
 
+/** "Entrar com código por SMS" (or back to the password): the same form, other fields. */
+let smsMode = false;
+let smsPhone = "";
+
+function setLoginMode(sms) {
+  smsMode = sms;
+  smsPhone = "";
+  pendingLogin = null;
+  showError("login-error", "");
+  $("password-fields").hidden = sms;
+  $("sms-fields").hidden = !sms;
+  $("code-field").hidden = true;
+  $("code-sent").hidden = true;
+  $("company-field").hidden = true;
+  $("code").value = "";
+  $("login").textContent = sms ? "Enviar código" : "Entrar";
+  $("login-mode").textContent = sms ? "Entrar com usuário e senha" : "Entrar com código por SMS";
+  $(sms ? "phone" : "username").focus();
+}
+
+/** The login errors of the SMS steps, in the client core's words (ClientText.loginError). */
+function describeLogin(status, error, retryAfter) {
+  if (status === 429) {
+    const seconds = Number((error.details || {}).retry_after) || retryAfter;
+    return seconds > 0 ? `Muitas tentativas. Tente de novo em ${Math.ceil(seconds / 60)} min.` : "Muitas tentativas. Tente de novo mais tarde.";
+  }
+  if (status === 401) return error.code === "INVALID_OTP" ? "Código inválido ou expirado." : "Usuário ou senha incorretos.";
+  if (status === 400) return error.field === "code" ? "O código tem 6 dígitos." : "Confira o número do celular, com DDD.";
+  return "Não foi possível entrar agora. Tente de novo.";
+}
+
+/** `•••••-0001`: enough to recognise one's number, not to read it aloud in a lobby. */
+function maskedPhone(phone) {
+  const digits = phone.replace(/\D/g, "");
+  return digits.length >= 4 ? `•••••-${digits.slice(-4)}` : phone;
+}
+
+async function smsStep() {
+  const button = $("login");
+  button.disabled = true;
+  try {
+    if (!smsPhone) {
+      const phone = $("phone").value.trim();
+      if (phone.replace(/\D/g, "").length < 10) {
+        showError("login-error", "Informe o celular com DDD.");
+        return;
+      }
+      const sent = await request("POST", "/v1/auth/otp/send", { body: { phone }, describe: describeLogin });
+      smsPhone = phone;
+      const minutes = Math.round((Number(sent.expires_in) || 600) / 60);
+      $("code-sent").textContent = `Enviamos um código por SMS para ${maskedPhone(phone)}. Ele vale por ${minutes} minutos.`;
+      $("code-sent").hidden = false;
+      $("code-field").hidden = false;
+      button.textContent = "Confirmar código";
+      $("code").focus();
+      return;
+    }
+    const code = $("code").value.replace(/\s/g, "");
+    if (!/^[0-9]{6}$/.test(code)) {
+      showError("login-error", "O código tem 6 dígitos.");
+      return;
+    }
+    const { otp_token: otpToken } = await request("POST", "/v1/auth/otp/verify", { body: { phone: smsPhone, code }, describe: describeLogin });
+    const answer = await request("POST", "/v1/auth/generate_access_token", { body: { otp_token: otpToken }, describe: describeLogin });
+    await loggedIn(answer);
+  } catch (error) {
+    showError("login-error", error.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** Password or SMS code, the same answer: one company goes straight in, several are a choice. */
+async function loggedIn(answer) {
+  const companies = answer.companies || [];
+  if (companies.length === 0) throw new ApiError("Seu usuário não está em nenhum condomínio.");
+  pendingLogin = answer;
+  if (companies.length === 1) return chooseCompany();
+  const select = $("company");
+  select.length = 0;
+  for (const company of companies) select.add(new Option(company.name, company.id));
+  $("company-field").hidden = false;
+  $("login").textContent = "Continuar";
+  select.focus();
+}
+
 async function login(event) {
   event.preventDefault();
   showError("login-error", "");
   if (pendingLogin) return chooseCompany();
+  if (smsMode) return smsStep();
   const username = $("username").value.trim();
   const password = $("password").value;
   if (!username || !password) {
@@ -98,16 +188,7 @@ async function login(event) {
   $("login").disabled = true;
   try {
     const answer = await api("POST", "/v1/auth/login", { body: { username, password } });
-    const companies = answer.companies || [];
-    if (companies.length === 0) throw new ApiError("Seu usuário não está em nenhum condomínio.");
-    pendingLogin = answer;
-    if (companies.length === 1) return chooseCompany();
-    const select = $("company");
-    select.length = 0;
-    for (const company of companies) select.add(new Option(company.name, company.id));
-    $("company-field").hidden = false;
-    $("login").textContent = "Continuar";
-    select.focus();
+    await loggedIn(answer);
   } catch (error) {
     showError("login-error", error.message);
   } finally {
@@ -141,6 +222,7 @@ async function chooseCompany() {
     return logout("Este app é para moradores. Quem trabalha na portaria usa o app do operador, que ainda não está disponível na web.");
   }
   session.name = me.user ? me.user.name : "";
+  session.units = (me.units || []).map((unit) => ({ id: unit.id, label: unit.label }));
   // The condominium's clock, whatever zone this browser is in.
   if (me.company && me.company.time_zone) session.timeZone = me.company.time_zone;
   await saveSession(session);
@@ -156,6 +238,7 @@ async function logout(message, { keepQueue = false } = {}) {
   if (call) call.hangup();
   $("call").hidden = true;
   stopLive();
+  lastSeq = null;
   const ending = session;
   session = null;
   if (ending && !keepQueue) {
@@ -163,12 +246,13 @@ async function logout(message, { keepQueue = false } = {}) {
   }
   await clearSession().catch(() => {});
   $("view-home").hidden = true;
+  $("view-detail").hidden = true;
+  $("view-settings").hidden = true;
   $("view-login").hidden = false;
   $("who").hidden = true;
   $("title").textContent = "Entrar";
-  $("company-field").hidden = true;
-  $("login").textContent = "Entrar";
   $("password").value = "";
+  setLoginMode(false);
   showError("login-error", typeof message === "string" ? message : "");
 }
 
@@ -220,7 +304,7 @@ function render(listID, visits, seen) {
     }
     // An item whose resolve is in flight keeps its buttons until the answer comes.
     // Only a changed visit is redrawn, so focus and a half-done tap survive a refresh.
-    const signature = `${visit.status}|${visit.updated_at}|${!!visit.photo}|${(notes.get(visit.id) || {}).text || ""}`;
+    const signature = `${visit.status}|${visit.updated_at}|${!!visit.photo}|${!!visit.voice_message}|${(notes.get(visit.id) || {}).text || ""}`;
     if (item.dataset.busy !== "1" && item.dataset.signature !== signature) {
       fillVisit(item, visit);
       item.dataset.signature = signature;
@@ -256,6 +340,7 @@ function fillVisit(item, visit) {
     loadPhoto(visit.id, image);
   }
   item.append(what, badge, outcome);
+  if (visit.voice_message) item.append(voicePlayer(visit));
   if (visit.status === "ringing") {
     const row = document.createElement("div");
     row.className = "row answer-row";
@@ -274,6 +359,14 @@ function fillVisit(item, visit) {
     row.append(...decisionButtons(visit, (action) => resolve(item, visit, action)));
     item.append(row);
   }
+  const details = document.createElement("button");
+  details.type = "button";
+  details.className = "button secondary details";
+  details.textContent = "Detalhes";
+  details.dataset.visit = visit.id;
+  details.setAttribute("aria-label", `Detalhes de ${visit.visitor_name}`);
+  details.addEventListener("click", () => openDetail(visit.id, details));
+  item.append(details);
   const message = document.createElement("p");
   message.className = "message";
   message.setAttribute("role", "status");
@@ -285,6 +378,45 @@ function fillVisit(item, visit) {
     if (note.state === "pending") item.querySelectorAll("button[data-action]").forEach((button) => { button.disabled = true; });
   }
   item.append(message);
+}
+
+const voiceURLs = new Map();
+
+/**
+ * "Ouvir recado": the recording is fetched on the tap (a list of pendências does not
+ * download every recado), then played in the browser's own player, which has the
+ * keyboard controls and labels screen readers know.
+ */
+function voicePlayer(visit) {
+  const box = document.createElement("div");
+  box.className = "voice";
+  const seconds = visit.voice_message.duration_ms ? Math.max(1, Math.round(visit.voice_message.duration_ms / 1000)) : 0;
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "button secondary";
+  button.dataset.voice = visit.id;
+  button.textContent = seconds ? `Ouvir recado (${seconds} s)` : "Ouvir recado";
+  button.setAttribute("aria-label", `Ouvir recado de ${visit.visitor_name}`);
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      if (!voiceURLs.has(visit.id)) voiceURLs.set(visit.id, URL.createObjectURL(await api("GET", `/v1/visits/${visit.id}/voice_message`, { raw: true })));
+    } catch (error) {
+      if (sessionEnded(error)) return;
+      button.disabled = false;
+      button.textContent = "Não foi possível carregar o recado. Toque de novo.";
+      return;
+    }
+    const audio = document.createElement("audio");
+    audio.controls = true;
+    audio.src = voiceURLs.get(visit.id);
+    audio.setAttribute("aria-label", `Recado de ${visit.visitor_name}`);
+    button.replaceWith(audio);
+    audio.focus();
+    audio.play().catch(() => { /* autoplay refused: the controls are there */ });
+  });
+  box.append(button);
+  return box;
 }
 
 async function loadPhoto(id, image) {
@@ -471,14 +603,18 @@ async function startLive() {
     return liveFailed();
   }
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${scheme}//${location.host}/v1/realtime?ticket=${encodeURIComponent(ticket)}&device_id=${encodeURIComponent(deviceID)}`);
+  // A reconnect names the last event seen: the server replays what was missed (or says
+  // `resync_required`), so the lists are not reloaded just because the socket came back.
+  const resuming = lastSeq !== null;
+  const since = resuming ? `&since=${lastSeq}` : "";
+  const ws = new WebSocket(`${scheme}//${location.host}/v1/realtime?ticket=${encodeURIComponent(ticket)}&device_id=${encodeURIComponent(deviceID)}${since}`);
   socket = ws;
   ws.onopen = () => {
     clearInterval(pollTimer);
     pollTimer = 0;
     $("connection").textContent = "";
     document.body.dataset.connection = "live";
-    load();
+    if (!resuming) load();
   };
   ws.onmessage = (message) => {
     try {
@@ -487,10 +623,20 @@ async function startLive() {
       // The visit closed (resolved elsewhere, cancelled): its call is over too.
       if (call && frame.type && ["visit.resolved", "visit.cancelled", "visit.expired"].includes(frame.type)
           && frame.data && frame.data.visit_id === call.visitID) call.close("Chamada encerrada.");
-      if (frame.type && (frame.type.startsWith("visit.") || frame.type === "resync_required")) load();
+      if (Number.isSafeInteger(frame.seq) && frame.seq >= 0) lastSeq = frame.seq;
+      // A replay after a reconnect is a burst of events: one reload for all of them.
+      if (frame.type && (frame.type.startsWith("visit.") || frame.type === "resync_required")) loadSoon();
+      // The open detail follows its visit (someone decided, the visitor left).
+      if (detailVisitID && !$("view-detail").hidden && frame.type && frame.type.startsWith("visit.")
+          && frame.data && frame.data.visit_id === detailVisitID) openDetail(detailVisitID, null, { refresh: true });
     } catch { /* not JSON: ignore */ }
   };
   ws.onclose = () => { if (socket === ws) liveFailed(); };
+}
+
+function loadSoon() {
+  clearTimeout(loadTimer);
+  loadTimer = setTimeout(load, 150);
 }
 
 function liveFailed() {
@@ -503,6 +649,7 @@ function liveFailed() {
 }
 
 function stopLive() {
+  clearTimeout(loadTimer);
   clearInterval(pollTimer);
   clearTimeout(reconnectTimer);
   pollTimer = 0;
@@ -529,6 +676,22 @@ const workerReady = (async () => {
 function base64url(text) {
   const base64 = text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4);
   return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+}
+
+/** Where notifications stand on this browser, and how to fix it (the settings screen's line). */
+async function notifyStateText() {
+  if (!("Notification" in window) || !("PushManager" in window)) {
+    $("settings-notify").dataset.state = "unsupported";
+    return "Este navegador não avisa com o app fechado. No iPhone, toque em Compartilhar → Adicionar à Tela de Início e abra o app por lá.";
+  }
+  const registration = await workerReady;
+  const subscription = registration ? await registration.pushManager.getSubscription().catch(() => null) : null;
+  const state = Notification.permission === "denied" ? "denied"
+    : Notification.permission === "granted" && subscription ? "allowed" : "not_determined";
+  $("settings-notify").dataset.state = state;
+  if (state === "denied") return "Desativadas — libere no navegador: cadeado ao lado do endereço → Notificações → Permitir.";
+  if (state === "allowed") return "Ativadas — este navegador toca mesmo com a aba fechada.";
+  return "Ainda não autorizadas — toque em “Ativar notificações” na tela inicial.";
 }
 
 /** Where notifications stand on this browser, and how to fix it. */
@@ -603,9 +766,348 @@ async function unsubscribe() {
   } catch { /* nothing to undo */ }
 }
 
+// MARK: visit detail (photo, where the visitor was, voice message, attempts timeline)
+
+/** The home screen gives way to one other view; `back` returns focus where the resident was. */
+let returnFocus = null;
+
+function showView(id, from) {
+  if (from) returnFocus = from;
+  for (const view of ["view-home", "view-detail", "view-settings"]) $(view).hidden = view !== id;
+}
+
+function backHome() {
+  detailVisitID = "";
+  showView("view-home");
+  // The list may have redrawn the visit meanwhile: its new Detalhes button, then.
+  const again = returnFocus && returnFocus.dataset.visit
+    ? document.querySelector(`li.visit[data-id="${CSS.escape(returnFocus.dataset.visit)}"] button.details`) : null;
+  const target = returnFocus && document.contains(returnFocus) ? returnFocus : again || $("refresh");
+  target.focus();
+  returnFocus = null;
+}
+
+const COMPASS = ["norte", "nordeste", "leste", "sudeste", "sul", "sudoeste", "oeste", "noroeste"];
+
+/** The eight compass points, in pt-BR, as ClientText.compassPoint. */
+function compassPoint(degrees) {
+  const normalized = ((degrees % 360) + 360) % 360;
+  return COMPASS[Math.floor((normalized * 2 + 45) / 90) % 8];
+}
+
+/** "340m", "1,2km", "12km", as Geofence.formatDistance. */
+function formatDistance(metres) {
+  const tens = Math.round(metres / 10) * 10;
+  if (tens < 1000) return `${Math.max(tens, 10)}m`;
+  const tenths = Math.round(metres / 100) / 10;
+  if (tenths < 10) return `${Math.trunc(tenths)},${Math.round(tenths * 10) % 10}km`;
+  return `${Math.round(metres / 1000)}km`;
+}
+
+/** "A 340m da portaria, a nordeste", "Na entrada (a 12m da portaria)", as ClientText.location. */
+function locationText(geofence) {
+  const g = geofence || { status: "unknown" };
+  if (g.status === "at_entrance") return typeof g.distance_m === "number" ? `Na entrada (a ${formatDistance(g.distance_m)} da portaria)` : "Na entrada";
+  if (g.status === "away") {
+    const distance = formatDistance(g.distance_m || 0);
+    return typeof g.bearing_deg === "number" ? `A ${distance} da portaria, a ${compassPoint(g.bearing_deg)}` : `A ${distance} da portaria`;
+  }
+  return "Localização desconhecida";
+}
+
+/** One line of the attempts timeline, as ClientText.attempt ("14:32 · Tocou para Maria (etapa 1)"). */
+function attemptText(attempt) {
+  const who = attempt.user && attempt.user.name ? text.firstName(attempt.user.name) : "";
+  const step = typeof attempt.step === "number" ? ` (etapa ${attempt.step + 1})` : "";
+  const lines = {
+    ring: who ? `Tocou para ${who}${step}` : `Tocou${step}`,
+    push_sent: who ? `Notificação enviada para ${who}` : "Notificação enviada",
+    push_receipt: who ? `Notificação recebida por ${who}` : "Notificação recebida",
+    answer: who ? `${who} atendeu` : "Atendida",
+    decline: who ? `${who} recusou a chamada` : "Chamada recusada",
+    timeout: who ? `${who} não atendeu` : "Ninguém atendeu",
+    resolution: who ? `${who} decidiu` : (attempt.channel === "auto" ? "Decidido automaticamente" : "Decidido"),
+    cancel: "O visitante desistiu",
+    expire: "Expirou sem resposta",
+    call_started: "Chamada de vídeo iniciada",
+    call_connected: "Vídeo conectado",
+    call_ended: "Chamada de vídeo encerrada",
+  };
+  return `${time(attempt.at)} · ${lines[attempt.kind] || "Evento"}`;
+}
+
+let voiceURL = "";
+
+/** The visit the detail shows while it is open (a realtime event about it redraws it). */
+let detailVisitID = "";
+
+/** The detail of visit `id`; `refresh` redraws it in place (no focus move, no blank). */
+async function openDetail(id, from, { refresh = false } = {}) {
+  detailVisitID = id;
+  if (refresh) return fillDetail(id);
+  showView("view-detail", from);
+  showError("detail-error", "");
+  for (const id of ["detail-what", "detail-outcome", "detail-location"]) $(id).textContent = "";
+  $("detail-title").textContent = "Carregando…";
+  $("detail-attempts").replaceChildren();
+  $("detail-photo").hidden = true;
+  $("detail-no-photo").hidden = true;
+  // An SVG element has no `hidden` property: the attribute itself.
+  $("detail-compass").setAttribute("hidden", "");
+  $("detail-voice-box").hidden = true;
+  $("detail-title").focus();
+  return fillDetail(id);
+}
+
+async function fillDetail(id) {
+  let visit;
+  try {
+    visit = await api("GET", `/v1/visits/${encodeURIComponent(id)}`);
+  } catch (error) {
+    if (sessionEnded(error)) return;
+    $("detail-title").textContent = "Visita";
+    return showError("detail-error", error.message);
+  }
+  // Another visit was opened while this one loaded.
+  if (id !== detailVisitID) return;
+  $("detail-title").textContent = visit.visitor_name;
+  $("detail-what").textContent = `${visit.kind === "delivery" ? `Entrega${visit.carrier ? ` ${visit.carrier}` : ""}` : "Visita"} · ${visit.unit.label} · ${time(visit.created_at)}`;
+  $("detail-outcome").textContent = visit.resolution
+    ? `${OUTCOMES[visit.resolution.action] || ""}${visit.resolution.by && visit.resolution.by.name ? ` por ${visit.resolution.by.name}` : ""} às ${time(visit.resolution.at)}`
+    : (STATUSES[visit.status] || "");
+  $("detail-location").textContent = locationText(visit.geofence);
+  // The direction drawn from the gate (the dot in the middle), north up: no map tiles,
+  // nothing leaves this server.
+  if (visit.geofence && typeof visit.geofence.bearing_deg === "number") {
+    $("detail-arrow").setAttribute("transform", `rotate(${visit.geofence.bearing_deg})`);
+    $("detail-compass").removeAttribute("hidden");
+  }
+  $("detail-photo").hidden = true;
+  $("detail-no-photo").hidden = true;
+  if (visit.photo) {
+    try {
+      if (!photoURLs.has(visit.id)) photoURLs.set(visit.id, URL.createObjectURL(await api("GET", `/v1/visits/${visit.id}/photo`, { raw: true })));
+      $("detail-photo").src = photoURLs.get(visit.id);
+      $("detail-photo").hidden = false;
+    } catch {
+      $("detail-no-photo").hidden = false;
+    }
+  } else {
+    $("detail-no-photo").hidden = false;
+  }
+  // A refresh keeps a recado that is playing.
+  if (visit.voice_message && $("detail-voice-box").hidden) {
+    try {
+      if (voiceURL) URL.revokeObjectURL(voiceURL);
+      voiceURL = URL.createObjectURL(await api("GET", `/v1/visits/${visit.id}/voice_message`, { raw: true }));
+      $("detail-voice").src = voiceURL;
+      $("detail-voice-box").hidden = false;
+    } catch { /* the player stays hidden */ }
+  }
+  const attempts = [...(visit.attempts || [])].sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  $("detail-attempts").replaceChildren(...attempts.map((attempt) => {
+    const line = document.createElement("li");
+    line.dataset.kind = attempt.kind;
+    line.textContent = attemptText(attempt);
+    return line;
+  }));
+}
+
+// MARK: settings (delivery rule, ring order, devices, notifications)
+
+const RULES = [
+  ["ask", "Sempre me perguntar"],
+  ["ask_then_concierge", "Perguntar; sem resposta, deixar na portaria"],
+  ["leave_at_concierge", "Deixar na portaria sem perguntar"],
+];
+const MODES = [["sequential", "Um morador por vez, na ordem abaixo"], ["simultaneous", "Todos ao mesmo tempo"]];
+const PLATFORMS = { ios: "iPhone", android: "Android", web: "Navegador" };
+
+function radios(name, options, checked, legendText) {
+  const fieldset = document.createElement("fieldset");
+  const legend = document.createElement("legend");
+  legend.textContent = legendText;
+  fieldset.append(legend);
+  for (const [value, label] of options) {
+    const row = document.createElement("label");
+    row.className = "choice";
+    const input = document.createElement("input");
+    input.type = "radio";
+    input.name = name;
+    input.value = value;
+    input.checked = value === checked;
+    row.append(input, document.createTextNode(label));
+    fieldset.append(row);
+  }
+  return fieldset;
+}
+
+async function openSettings() {
+  showView("view-settings", $("open-settings"));
+  showError("settings-error", "");
+  $("settings-title").focus();
+  const box = $("settings-units");
+  box.replaceChildren();
+  if (session && !session.units) {
+    // A session saved before the app kept the units: ask once.
+    try {
+      session.units = ((await api("GET", "/v1/me")).units || []).map((unit) => ({ id: unit.id, label: unit.label }));
+      await saveSession(session);
+    } catch (error) {
+      if (sessionEnded(error)) return;
+      showError("settings-error", error.message);
+    }
+  }
+  for (const unit of (session && session.units) || []) {
+    try {
+      box.append(unitSettingsForm(unit, await api("GET", `/v1/units/${encodeURIComponent(unit.id)}/settings`)));
+    } catch (error) {
+      if (sessionEnded(error)) return;
+      showError("settings-error", error.message);
+    }
+  }
+  loadDevices();
+  $("settings-notify").textContent = await notifyStateText();
+}
+
+function unitSettingsForm(unit, answer) {
+  const form = document.createElement("form");
+  form.className = "unit-settings";
+  form.dataset.unit = unit.id;
+  form.noValidate = true;
+  const title = document.createElement("h3");
+  title.textContent = `Unidade ${unit.label}`;
+  const settings = answer.settings;
+  const names = new Map((answer.residents || []).map((person) => [person.id, person.name]));
+  let order = [...(settings.ring_order || [])];
+  for (const person of answer.residents || []) if (!order.includes(person.id)) order.push(person.id);
+  const rule = radios(`rule-${unit.id}`, RULES, settings.delivery_rule, "Entregas");
+  const mode = radios(`mode-${unit.id}`, MODES, settings.ring_mode, "Ordem de chamada");
+  const list = document.createElement("ol");
+  list.className = "ring-order";
+  const draw = (focusID, focusDirection) => {
+    list.replaceChildren(...order.map((id, index) => {
+      const name = names.get(id) || "Morador";
+      const item = document.createElement("li");
+      item.dataset.user = id;
+      const label = document.createElement("span");
+      label.textContent = `${index + 1}º ${name}`;
+      const move = (direction, symbol, description) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = "button secondary";
+        button.dataset.move = direction;
+        button.textContent = symbol;
+        button.setAttribute("aria-label", description);
+        const target = index + (direction === "up" ? -1 : 1);
+        button.disabled = target < 0 || target >= order.length;
+        button.addEventListener("click", () => {
+          [order[index], order[target]] = [order[target], order[index]];
+          draw(id, direction);
+        });
+        return button;
+      };
+      item.append(label, move("up", "↑", `Mover ${name} para cima na ordem de chamada`),
+        move("down", "↓", `Mover ${name} para baixo na ordem de chamada`));
+      return item;
+    }));
+    // Focus follows the person moved, so the keyboard can keep moving them.
+    if (focusID) {
+      const moved = list.querySelector(`li[data-user="${CSS.escape(focusID)}"] button[data-move="${focusDirection}"]`);
+      const other = list.querySelector(`li[data-user="${CSS.escape(focusID)}"] button:not(:disabled)`);
+      (moved && !moved.disabled ? moved : other || list).focus();
+    }
+  };
+  draw();
+  mode.append(list);
+  const status = document.createElement("p");
+  status.className = "message";
+  status.setAttribute("role", "status");
+  const save = document.createElement("button");
+  save.type = "submit";
+  save.className = "button primary";
+  save.textContent = "Salvar";
+  form.append(title, rule, mode, save, status);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    save.disabled = true;
+    status.classList.remove("ok");
+    status.textContent = "Salvando…";
+    const body = {
+      ...settings,
+      delivery_rule: form.querySelector(`input[name="rule-${CSS.escape(unit.id)}"]:checked`).value,
+      ring_mode: form.querySelector(`input[name="mode-${CSS.escape(unit.id)}"]:checked`).value,
+      ring_order: order,
+    };
+    try {
+      await api("PUT", `/v1/units/${encodeURIComponent(unit.id)}/settings`, { body });
+      Object.assign(settings, body);
+      status.textContent = "Salvo ✓";
+      status.classList.add("ok");
+    } catch (error) {
+      if (sessionEnded(error)) return;
+      status.textContent = error.status === 0 ? "Sem conexão. Suas alterações não foram salvas."
+        : error.status === 403 ? "Você não pode alterar as configurações desta unidade."
+          : "Não foi possível salvar agora. Tente de novo.";
+    } finally {
+      save.disabled = false;
+    }
+  });
+  return form;
+}
+
+async function loadDevices() {
+  let devices;
+  try {
+    ({ devices } = await api("GET", "/v1/devices"));
+  } catch (error) {
+    if (sessionEnded(error)) return;
+    return showError("settings-error", error.message);
+  }
+  $("devices-empty").hidden = devices.length > 0;
+  $("devices").replaceChildren(...devices.map((device) => {
+    const item = document.createElement("li");
+    item.dataset.id = device.id;
+    const mine = device.installation_id === deviceID;
+    const name = mine ? "Este aparelho" : (device.device_name || "Aparelho sem nome");
+    const title = document.createElement("p");
+    title.className = "name";
+    title.textContent = `${name} · ${PLATFORMS[device.platform] || device.platform}`;
+    const state = document.createElement("p");
+    state.className = "hint";
+    state.textContent = device.push_token_status === "active" ? "Recebe notificações" : "Não recebe notificações";
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "button deny";
+    remove.textContent = "Remover";
+    remove.setAttribute("aria-label", `Remover o aparelho ${name}`);
+    remove.addEventListener("click", async () => {
+      remove.disabled = true;
+      try {
+        await api("DELETE", `/v1/devices/${encodeURIComponent(device.id)}`);
+        // This browser's own subscription goes too, so it stops ringing here as well.
+        if (mine) await unsubscribe();
+        item.remove();
+        $("devices-empty").hidden = $("devices").children.length > 0;
+        $("devices-title").focus();
+      } catch (error) {
+        if (sessionEnded(error)) return;
+        remove.disabled = false;
+        showError("settings-error", error.message);
+      }
+    });
+    item.append(title, state, remove);
+    return item;
+  }));
+}
+
 // MARK: start
 
 $("view-login").addEventListener("submit", login);
+$("login-mode").addEventListener("click", () => setLoginMode(!smsMode));
+$("detail-back").addEventListener("click", backHome);
+$("settings-back").addEventListener("click", backHome);
+$("open-settings").addEventListener("click", openSettings);
 $("refresh").addEventListener("click", load);
 $("logout").addEventListener("click", () => { unsubscribe(); logout(); });
 $("notify-enable").addEventListener("click", enableNotifications);

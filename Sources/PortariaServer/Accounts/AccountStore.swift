@@ -24,15 +24,16 @@ public struct UserRecord: Sendable, Equatable {
     public var driver: Bool
     public var disabled: Bool
 
-    init(_ row: SQLRow) {
-        id = row.string("id") ?? ""
-        username = row.string("username") ?? ""
-        name = row.string("name") ?? ""
-        phone = row.string("phone")
-        passwordHash = row.string("password_hash")
-        master = row.bool("master") ?? false
-        driver = row.bool("driver") ?? false
-        disabled = row.bool("disabled") ?? false
+    init(_ row: SQLRow) throws {
+        let required = row.required
+        id = try required.string("id")
+        username = try required.string("username")
+        name = try required.string("name")
+        phone = try row.string("phone")
+        passwordHash = try row.string("password_hash")
+        master = try required.bool("master")
+        driver = try required.bool("driver")
+        disabled = try required.bool("disabled")
     }
 }
 
@@ -42,7 +43,10 @@ public struct AccountStore: Sendable {
 
     public init(database: any SQLDatabase) { self.database = database }
 
-    static let userColumns = "id, username, name, phone, password_hash, master, driver, disabled"
+    static let userColumnNames = ["id", "username", "name", "phone", "password_hash", "master", "driver", "disabled"]
+    static let userColumns = userColumnNames.joined(separator: ", ")
+    /// The same columns of a joined `users` table named `alias`.
+    static func userColumns(of alias: String) -> String { userColumnNames.map { alias + "." + $0 }.joined(separator: ", ") }
 
     public func user(username: String) async throws -> UserRecord? {
         try await database.read { db in
@@ -80,7 +84,7 @@ public struct AccountStore: Sendable {
 
     static func companyIDs(_ db: any SQLConnection, userID: String) throws -> [String] {
         try db.query("SELECT company_id FROM memberships WHERE user_id = ? ORDER BY company_id", .text(userID))
-            .compactMap { $0.string("company_id") }
+            .compactMap { try $0.string("company_id") }
     }
 
     static func memberships(_ db: any SQLConnection, userID: String, companyID: String?) throws -> [CompanyMembership] {
@@ -95,25 +99,25 @@ public struct AccountStore: Sendable {
         }
         sql += " ORDER BY c.name, c.id"
         return try db.query(sql, parameters).map { row in
-            let company = CompanySummary(id: row.string("id") ?? "", name: row.string("name") ?? "", timeZone: row.string("timezone"))
+            let company = CompanySummary(id: try row.required.string("id"), name: try row.required.string("name"), timeZone: try row.string("timezone"))
             let direct = try db.query("""
                 SELECT permission FROM membership_permissions WHERE user_id = ? AND company_id = ? ORDER BY permission
-                """, .text(userID), .text(company.id)).compactMap { $0.string("permission") }
+                """, .text(userID), .text(company.id)).compactMap { try $0.string("permission") }
             let sectorRows = try db.query("""
                 SELECT s.id, s.name FROM membership_sectors ms JOIN sectors s ON s.id = ms.sector_id
                 WHERE ms.user_id = ? AND ms.company_id = ? ORDER BY s.name
                 """, .text(userID), .text(company.id))
             let sectors = try sectorRows.map { sector in
-                let id = sector.string("id") ?? ""
+                let id = try sector.required.string("id")
                 let permissions = try db.query("SELECT permission FROM sector_permissions WHERE sector_id = ? ORDER BY permission",
-                                               .text(id)).compactMap { $0.string("permission") }
-                return SectorGrant(id: id, name: sector.string("name") ?? "", permissions: permissions)
+                                               .text(id)).compactMap { try $0.string("permission") }
+                return SectorGrant(id: id, name: try sector.required.string("name"), permissions: permissions)
             }
             let units = try db.query("""
                 SELECT u.id, u.label FROM membership_units mu JOIN units u ON u.id = mu.unit_id
                 WHERE mu.user_id = ? AND mu.company_id = ? ORDER BY u.label
                 """, .text(userID), .text(company.id)).map {
-                UnitSummary(id: $0.string("id") ?? "", label: $0.string("label") ?? "")
+                UnitSummary(id: try $0.required.string("id"), label: try $0.required.string("label"))
             }
             return CompanyMembership(company: company, directPermissions: direct, sectors: sectors, units: units)
         }

@@ -26,10 +26,10 @@ public struct RateLimiter: Sendable {
         let windowMs = Int64(window * 1000)
         return try await database.read { db in
             guard let row = try db.queryOne("SELECT window_start, count FROM rate_limits WHERE bucket = ?", .text(bucket)),
-                  let start = row.int("window_start"), start + windowMs > nowMs else {
+                  let start = try row.int("window_start"), start + windowMs > nowMs else {
                 return Window(count: 0, retryAfter: 0)
             }
-            return Window(count: Int(row.int("count") ?? 0), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
+            return Window(count: Int(try row.int("count") ?? 0), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
         }
     }
 
@@ -66,8 +66,8 @@ public struct RateLimiter: Sendable {
                  .integer(windowMs), .integer(nowMs),
                  .integer(windowMs), .integer(nowMs), .integer(nowMs + windowMs), .integer(windowMs),
                  .integer(windowMs), .integer(nowMs), .integer(nowMs))
-        let start = row?.int("window_start") ?? nowMs
-        return Window(count: Int(row?.int("count") ?? 1), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
+        let start = try row?.int("window_start") ?? nowMs
+        return Window(count: Int(try row?.int("count") ?? 1), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
     }
 
     /// Takes one event back (an attempt counted up front that turned out fine).

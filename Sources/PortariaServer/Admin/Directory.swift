@@ -21,37 +21,32 @@ public struct Directory: Sendable {
 
     /// A company by id or exact name.
     public func companyID(_ reference: String) async throws -> String {
-        let row = try await database.read { db in
-            try db.queryOne("SELECT id FROM companies WHERE id = ? OR name = ? ORDER BY id LIMIT 1", .text(reference.lowercased()), .text(reference))
-        }
-        guard let id = row?.string("id") else { throw DirectoryError("no company '\(reference)'") }
-        return id
+        try await lookup("SELECT id FROM companies WHERE id = ? OR name = ? ORDER BY id LIMIT 1",
+                         [.text(reference.lowercased()), .text(reference)], missing: "no company '\(reference)'")
     }
 
     public func userID(_ reference: String) async throws -> String {
-        let row = try await database.read { db in
-            try db.queryOne("SELECT id FROM users WHERE id = ? OR username = ? LIMIT 1", .text(reference.lowercased()), .text(reference.lowercased()))
-        }
-        guard let id = row?.string("id") else { throw DirectoryError("no user '\(reference)'") }
-        return id
+        try await lookup("SELECT id FROM users WHERE id = ? OR username = ? LIMIT 1",
+                         [.text(reference.lowercased()), .text(reference.lowercased())], missing: "no user '\(reference)'")
     }
 
     public func unitID(company: String, _ reference: String) async throws -> String {
-        let row = try await database.read { db in
-            try db.queryOne("SELECT id FROM units WHERE company_id = ? AND (id = ? OR label = ?) LIMIT 1",
-                            .text(company), .text(reference.lowercased()), .text(reference))
-        }
-        guard let id = row?.string("id") else { throw DirectoryError("no unit '\(reference)' in that company") }
-        return id
+        try await lookup("SELECT id FROM units WHERE company_id = ? AND (id = ? OR label = ?) LIMIT 1",
+                         [.text(company), .text(reference.lowercased()), .text(reference)],
+                         missing: "no unit '\(reference)' in that company")
     }
 
     public func sectorID(company: String, _ reference: String) async throws -> String {
-        let row = try await database.read { db in
-            try db.queryOne("SELECT id FROM sectors WHERE company_id = ? AND (id = ? OR name = ?) LIMIT 1",
-                            .text(company), .text(reference.lowercased()), .text(reference))
-        }
-        guard let id = row?.string("id") else { throw DirectoryError("no sector '\(reference)' in that company") }
-        return id
+        try await lookup("SELECT id FROM sectors WHERE company_id = ? AND (id = ? OR name = ?) LIMIT 1",
+                         [.text(company), .text(reference.lowercased()), .text(reference)],
+                         missing: "no sector '\(reference)' in that company")
+    }
+
+    /// The `id` a lookup statement finds, or `DirectoryError(missing)`.
+    private func lookup(_ sql: String, _ parameters: [SQLValue], missing: String) async throws -> String {
+        let row = try await database.read { db in try db.queryOne(sql, parameters) }
+        guard let row else { throw DirectoryError(missing) }
+        return try row.required.string("id")
     }
 
     // MARK: Creation

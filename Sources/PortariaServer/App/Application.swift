@@ -147,10 +147,11 @@ public final class Application: Sendable {
         }
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         let visitService = visits.service
+        let visitors = visits.visitors
         CallRoutes(iceServers: iceServers, authenticator: authenticator,
-                   visitorVisit: { request in try await visitService.visitorLiveCall(request) }).register(on: router)
+                   visitorVisit: { request in try visitService.visitorLiveCall(try await visitors.access(request)) }).register(on: router)
         RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
-                       authenticator: authenticator, visits: visits.service,
+                       authenticator: authenticator, visits: visits.service, visitors: visits.visitors,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)
 
     }

@@ -185,15 +185,15 @@ public struct AuthService: Sendable {
                 FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN users u ON u.id = s.user_id
                 WHERE r.token_hash = ?\(db.dialect.forUpdate)
                 """, .text(presented)),
-                  let sessionID = row.string("session_id"), let userID = row.string("user_id") else { return .invalid }
-            if row.int("revoked_at") != nil || (row.date("expires_at") ?? .distantPast) <= at || row.bool("disabled") == true {
+                  let sessionID = try row.string("session_id"), let userID = try row.string("user_id") else { return .invalid }
+            if try row.int("revoked_at") != nil || (try row.date("expires_at") ?? .distantPast) <= at || row.bool("disabled") == true {
                 return .invalid
             }
             // Marking spent only if still unspent makes two racing refreshes of one token
             // count as reuse for the loser.
             let claimed = try db.execute("UPDATE refresh_tokens SET spent_at = ? WHERE token_hash = ? AND spent_at IS NULL",
                                          .date(at), .text(presented))
-            if row.int("spent_at") != nil || claimed == 0 {
+            if try row.int("spent_at") != nil || claimed == 0 {
                 try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = 'refresh_token_reused' WHERE id = ? AND revoked_at IS NULL",
                                .date(at), .text(sessionID))
                 return .reused(sessionID: sessionID)
@@ -347,7 +347,7 @@ public struct AuthService: Sendable {
                 WHERE phone = ? AND consumed_at IS NULL AND expires_at > ? AND attempts < ?
                 ORDER BY created_at DESC LIMIT 1\(db.dialect.forUpdate)
                 """, .text(phone), .date(at), .integer(Int64(maxAttempts))),
-                  let id = row.string("id"), let stored = row.string("code_hash") else { return .invalid }
+                  let id = try row.string("id"), let stored = try row.string("code_hash") else { return .invalid }
             try db.execute("UPDATE otp_codes SET attempts = attempts + 1 WHERE id = ?", .text(id))
             guard Crypto.constantTimeEquals(Array(stored.utf8), Array(presented.utf8)) else { return .invalid }
             try db.execute("UPDATE otp_codes SET consumed_at = ? WHERE id = ?", .date(at), .text(id))
@@ -373,7 +373,7 @@ public struct AuthService: Sendable {
         let userID = try await database.write { db -> String? in
             guard let row = try db.queryOne("SELECT user_id FROM otp_tokens WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?\(db.dialect.forUpdate)",
                                             .text(hash), .date(at)),
-                  let userID = row.string("user_id") else { return nil }
+                  let userID = try row.string("user_id") else { return nil }
             let claimed = try db.execute("UPDATE otp_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL", .date(at), .text(hash))
             return claimed == 1 ? userID : nil
         }

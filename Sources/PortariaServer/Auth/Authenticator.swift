@@ -18,6 +18,7 @@ public struct Authenticator: Sendable {
     public let database: any SQLDatabase
     public let jwt: JWTCodec
     public let accounts: AccountStore
+    let sessions: SessionStore
     public var now: @Sendable () -> Date = { Date() }
     let verified = VerifiedTokenCache()
 
@@ -25,15 +26,17 @@ public struct Authenticator: Sendable {
         self.database = database
         self.jwt = jwt
         self.accounts = AccountStore(database: database)
+        self.sessions = SessionStore(database: database)
     }
 
     /// The verified token's user and session; the session must still be live, so logout
     /// and reuse detection take effect at once rather than when the token expires.
     public func authenticate(_ request: HTTPRequest) async throws -> (UserRecord, sessionID: String) {
         let claims = try verifiedClaims(request)
-        let at = now()
-        let row = try await database.read { db in try Self.sessionRow(db, claims) }
-        return (try Self.liveUser(row, at: at), claims.sid)
+        guard let user = try await sessions.liveUser(sessionID: claims.sid, userID: claims.sub, at: now()) else {
+            throw HTTPError.unauthorized("session ended")
+        }
+        return (user, claims.sid)
     }
 
     /// The bearer's claims, checked (signature, expiry) but not yet against the session.
@@ -48,22 +51,6 @@ public struct Authenticator: Sendable {
         }
     }
 
-    private static func sessionRow(_ db: any SQLConnection, _ claims: AccessClaims) throws -> SQLRow? {
-        try db.queryOne("""
-            SELECT s.revoked_at, s.expires_at, u.id, u.username, u.name, u.phone, u.password_hash, u.master, u.driver, u.disabled
-            FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ?
-            """, .text(claims.sid), .text(claims.sub))
-    }
-
-    /// The user of a live session's row, or the 401 for an ended one.
-    private static func liveUser(_ row: SQLRow?, at: Date) throws -> UserRecord {
-        guard let row, row.int("revoked_at") == nil, (row.date("expires_at") ?? .distantPast) > at,
-              row.bool("disabled") != true else {
-            throw HTTPError.unauthorized("session ended")
-        }
-        return UserRecord(row)
-    }
-
     /// Whether the bearer is a visitor token (the gate page) rather than a JWT: visitor
     /// tokens are base64url and never contain the dots that separate a JWT's parts.
     public static func bearerIsVisitorToken(_ request: HTTPRequest) -> Bool {
@@ -73,13 +60,7 @@ public struct Authenticator: Sendable {
 
     /// Whether a session is still usable (not revoked, not expired, user not disabled).
     public func sessionIsLive(_ sessionID: String) async throws -> Bool {
-        let at = now()
-        return try await database.read { db in
-            try db.queryOne("""
-                SELECT s.id FROM sessions s JOIN users u ON u.id = s.user_id
-                WHERE s.id = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND u.disabled = 0
-                """, .text(sessionID), .date(at)) != nil
-        }
+        try await sessions.isLive(sessionID: sessionID, at: now())
     }
 
     /// Authenticates and selects the company: `X-Company-Id`, or the only company the user
@@ -88,23 +69,25 @@ public struct Authenticator: Sendable {
     /// per authenticated request were a tenth of `GET /v1/me`'s CPU (decision 0033).
     public func caller(_ request: HTTPRequest, requiring permission: String? = nil) async throws -> Caller {
         let claims = try verifiedClaims(request)
+        let sessionID = claims.sid
         let requested = request.header("x-company-id").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         let at = now()
-        let (row, companies, membership) = try await database.read { db -> (SQLRow?, [String]?, CompanyMembership?) in
-            let row = try Self.sessionRow(db, claims)
+        let (found, companies, membership) = try await database.read { db -> (UserRecord?, [String]?, CompanyMembership?) in
             // An ended session reads nothing more: its answer is the 401 whatever the company.
-            guard (try? Self.liveUser(row, at: at)) != nil else { return (row, nil, nil) }
-            var companyID = requested
-            var companies: [String]?
-            if companyID == nil {
-                let all = try AccountStore.companyIDs(db, userID: claims.sub)
-                companies = all
-                companyID = all.count == 1 ? all[0] : nil
+            guard let user = try SessionStore.liveUser(db, sessionID: claims.sid, userID: claims.sub, at: at) else {
+                return (nil, nil, nil)
             }
-            guard let companyID, companyID.utf8.count <= 64 else { return (row, companies, nil) }
-            return (row, companies, try AccountStore.memberships(db, userID: claims.sub, companyID: companyID).first)
+            var requestedID = requested
+            var companies: [String]?
+            if requestedID == nil {
+                let all = try AccountStore.companyIDs(db, userID: user.id)
+                companies = all
+                requestedID = all.count == 1 ? all[0] : nil
+            }
+            guard let requestedID, let companyID = CompanyID(rawValue: requestedID) else { return (user, companies, nil) }
+            return (user, companies, try AccountStore.memberships(db, userID: user.id, companyID: companyID.rawValue).first)
         }
-        let user = try Self.liveUser(row, at: at)
+        guard let user = found else { throw HTTPError.unauthorized("session ended") }
         if requested == nil, let companies, companies.count != 1 {
             throw HTTPError(status: 400, code: .companyRequired,
                             message: companies.isEmpty ? "user belongs to no company"
@@ -112,7 +95,7 @@ public struct Authenticator: Sendable {
                             details: ["field": .string("X-Company-Id")])
         }
         guard let membership else { throw HTTPError.notFound("company not found") }
-        let caller = Caller(user: user, sessionID: claims.sid, membership: membership,
+        let caller = Caller(user: user, sessionID: sessionID, membership: membership,
                             permissions: membership.effectivePermissions)
         if let permission, !caller.has(permission) {
             throw HTTPError.forbidden("missing permission \(permission)")

@@ -71,7 +71,7 @@ public struct ServiceSecrets: Sendable {
             var wrapped = 0
             var plaintext = false
             for row in try db.query("SELECT id, secret FROM signing_keys", []) {
-                guard let id = row.string("id"), let secret = row.string("secret") else { continue }
+                guard let id = try row.string("id"), let secret = try row.string("secret") else { continue }
                 if SecretsKey.isWrapped(secret) { continue }
                 guard let key else { plaintext = true; continue }
                 let bytes = try Self.reveal(secret, context: "signing_keys:" + id, key: nil)
@@ -92,8 +92,8 @@ public struct ServiceSecrets: Sendable {
 
             let keys = try db.query("SELECT id, secret FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC", [])
                 .map { row -> SigningKey in
-                    let id = row.string("id") ?? ""
-                    return SigningKey(id: id, secret: try Self.reveal(row.string("secret") ?? "", context: "signing_keys:" + id, key: key))
+                    let id = try row.required.string("id")
+                    return SigningKey(id: id, secret: try Self.reveal(try row.required.string("secret"), context: "signing_keys:" + id, key: key))
                 }
             let pepper = try Self.reveal(try db.queryOne("SELECT value FROM service_state WHERE key = 'otp_pepper'", [])?
                 .string("value") ?? "", context: pepperContext, key: key)
@@ -132,7 +132,7 @@ public struct ServiceSecrets: Sendable {
     public static func rotate(_ database: any SQLDatabase, key: SecretsKey? = nil, now: Date = Date()) async throws -> String {
         let id = newKeyID(now)
         try await database.write { db in
-            let wrapped = try db.query("SELECT secret FROM signing_keys", []).contains { SecretsKey.isWrapped($0.string("secret") ?? "") }
+            let wrapped = try db.query("SELECT secret FROM signing_keys", []).contains { SecretsKey.isWrapped(try $0.required.string("secret")) }
             if wrapped && key == nil {
                 throw SecretsError("the database's secrets are wrapped: pass --secrets-key-file (or PORTARIA_SECRETS_KEY_FILE)")
             }

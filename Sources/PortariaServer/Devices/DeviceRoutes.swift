@@ -23,9 +23,9 @@ struct DeviceRoutes {
         }
         router.delete("/v1/devices/{id}") { request in
             let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
-            let id = try request.parameter("id").lowercased()
             // Another user's device answers exactly like a device that does not exist.
-            guard id.utf8.count <= 64, try await store.delete(id: id, userID: caller.user.id) else {
+            guard let id = DeviceID(rawValue: try request.parameter("id").lowercased()),
+                  try await store.delete(id: id.rawValue, userID: caller.user.id) else {
                 throw HTTPError.notFound("device not found")
             }
             return .noContent()

@@ -25,31 +25,33 @@ public struct DeviceRecord: Sendable, Equatable {
     public var lastError: String?
     public var lastErrorAt: Date?
 
-    init(_ row: SQLRow) {
-        id = row.string("id") ?? ""
-        userID = row.string("user_id") ?? ""
-        installationID = row.string("installation_id") ?? ""
-        platform = row.string("platform") ?? ""
-        pushToken = row.string("push_token")
-        pushTokenStatus = row.string("push_token_status") ?? "missing"
-        voipToken = row.string("voip_token")
-        voipTokenStatus = row.string("voip_token_status")
-        appVersion = row.string("app_version")
-        deviceName = row.string("device_name")
-        locale = row.string("locale")
-        capabilities = DeviceCapabilities(notificationsEnabled: row.bool("notifications_enabled"),
-                                          fullScreenIntentAllowed: row.bool("full_screen_intent_allowed"),
-                                          ignoringBatteryOptimizations: row.bool("ignoring_battery_optimizations"),
-                                          manufacturer: row.string("manufacturer"), osVersion: row.string("os_version"))
-        createdAt = row.date("created_at") ?? .distantPast
-        updatedAt = row.date("updated_at") ?? .distantPast
-        tokenRefreshedAt = row.date("token_refreshed_at") ?? .distantPast
-        lastPushAt = row.date("last_push_at")
-        lastAckAt = row.date("last_ack_at")
-        lastSuccessAt = row.date("last_success_at")
-        consecutiveFailures = Int(row.int("consecutive_failures") ?? 0)
-        lastError = row.string("last_error")
-        lastErrorAt = row.date("last_error_at")
+    /// Required reads where the column is `NOT NULL` (Schema.swift, devices).
+    init(_ row: SQLRow) throws {
+        let required = row.required
+        id = try required.string("id")
+        userID = try required.string("user_id")
+        installationID = try required.string("installation_id")
+        platform = try required.string("platform")
+        pushToken = try row.string("push_token")
+        pushTokenStatus = try required.string("push_token_status")
+        voipToken = try row.string("voip_token")
+        voipTokenStatus = try row.string("voip_token_status")
+        appVersion = try row.string("app_version")
+        deviceName = try row.string("device_name")
+        locale = try row.string("locale")
+        capabilities = DeviceCapabilities(notificationsEnabled: try row.bool("notifications_enabled"),
+                                          fullScreenIntentAllowed: try row.bool("full_screen_intent_allowed"),
+                                          ignoringBatteryOptimizations: try row.bool("ignoring_battery_optimizations"),
+                                          manufacturer: try row.string("manufacturer"), osVersion: try row.string("os_version"))
+        createdAt = try required.date("created_at")
+        updatedAt = try required.date("updated_at")
+        tokenRefreshedAt = try required.date("token_refreshed_at")
+        lastPushAt = try row.date("last_push_at")
+        lastAckAt = try row.date("last_ack_at")
+        lastSuccessAt = try row.date("last_success_at")
+        consecutiveFailures = Int(try required.int("consecutive_failures"))
+        lastError = try row.string("last_error")
+        lastErrorAt = try row.date("last_error_at")
     }
 
     public var view: DeviceView {
@@ -157,7 +159,7 @@ public struct DeviceStore: Sendable {
             }
             let row = try db.queryOne("SELECT * FROM devices WHERE id = ?", .text(id))
             guard let row else { throw StorageError.failed("device \(id) vanished") }
-            return (DeviceRecord(row), existing == nil)
+            return (try DeviceRecord(row), existing == nil)
         }
         do {
             return try await database.write(body)

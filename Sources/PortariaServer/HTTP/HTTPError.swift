@@ -1,7 +1,30 @@
 import PortariaCore
 
-/// An error a handler throws to answer with the error envelope of docs/contract.md §2.
-public struct HTTPError: Error, Sendable, CustomStringConvertible {
+/// An error that knows how it is answered: the router renders any of them as the error
+/// envelope of docs/contract.md §2, so a capability declares its own failures (`VisitError`,
+/// `IdempotencyError`) as domain cases and spells their wire shape once, in its
+/// conformance, instead of building HTTP answers where the failure happens.
+public protocol RenderableError: Error, Sendable {
+    var status: Int { get }
+    var code: ErrorCode { get }
+    var message: String { get }
+    var details: [String: JSONValue] { get }
+    var headers: [(String, String)] { get }
+}
+
+extension RenderableError {
+    public var details: [String: JSONValue] { [:] }
+    public var headers: [(String, String)] { [] }
+
+    /// The envelope, byte for byte what `HTTPError` with the same fields answers.
+    public var response: HTTPResponse {
+        HTTPError(status: status, code: code, message: message, details: details, headers: headers).response
+    }
+}
+
+/// Transport and input errors (400/401/403/404/405/413/415/429/503): the generic
+/// `RenderableError`, built in place where a failure has no capability of its own.
+public struct HTTPError: RenderableError, CustomStringConvertible {
     public var status: Int
     public var body: ErrorBody
     public var headers: [(String, String)]
@@ -14,6 +37,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(status) \(body.code): \(body.message)" }
+    public var code: ErrorCode { body.code }
+    public var message: String { body.message }
+    public var details: [String: JSONValue] { body.details }
 
     public var response: HTTPResponse {
         var response = HTTPResponse.json(ErrorEnvelope(error: body), status: status, headers: headers)
@@ -39,11 +65,14 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// The one 429 body: `RATE_LIMITED` with `retry_after` (seconds, at least 1) in the
     /// envelope and the same number in `Retry-After`.
     public static func rateLimited(_ message: String, retryAfter: Int) -> HTTPError {
-        let seconds = max(1, retryAfter)
+        let seconds = retryAfterSeconds(retryAfter)
         return HTTPError(status: 429, code: .rateLimited, message: message,
                          details: ["retry_after": .number(Double(seconds))],
                          headers: [("Retry-After", String(seconds))])
     }
+
+    /// What every 429 announces: at least one second.
+    static func retryAfterSeconds(_ seconds: Int) -> Int { max(1, seconds) }
 
     public static func forbidden(_ message: String = "permission denied") -> HTTPError {
         HTTPError(status: 403, code: .forbidden, message: message)

@@ -40,6 +40,13 @@ public struct HTTPRequest: Sendable {
         return value
     }
 
+    /// A path parameter that must be an id of `Kind`: a value that cannot be one answers
+    /// the same 404 as an id that does not exist (`notFound` names the resource).
+    public func parameter<Kind>(_ name: String, as _: Identifier<Kind>.Type, notFound: String) throws -> Identifier<Kind> {
+        guard let id = Identifier<Kind>(rawValue: try parameter(name)) else { throw HTTPError.notFound(notFound) }
+        return id
+    }
+
     /// Decodes the JSON body, answering 415 for another media type and 400
     /// `INVALID_REQUEST` naming the offending field for anything malformed.
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {

@@ -364,7 +364,7 @@ public final class HTTPServer: Sendable {
             request.route = route
             do {
                 return (try await handler(request), route)
-            } catch let error as HTTPError {
+            } catch let error as any RenderableError {
                 return (error.response, route)
             } catch {
                 log.error("handler failed", ["route": .string(route), "request_id": .string(request.requestID),
@@ -387,30 +387,12 @@ struct SocketAddress {
     let isIPv6: Bool
 
     init(host: String, port: UInt16) throws {
-        var storage = sockaddr_storage()
         let bindHost = host == "localhost" ? "127.0.0.1" : host
-        var ipv4 = in_addr()
-        var ipv6 = in6_addr()
-        if inet_pton(AF_INET, bindHost, &ipv4) == 1 {
-            withUnsafeMutableBytes(of: &storage) { raw in
-                let address = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
-                address.pointee.sin_family = sa_family_t(AF_INET)
-                address.pointee.sin_port = port.bigEndian
-                address.pointee.sin_addr = ipv4
-            }
-            isIPv6 = false
-        } else if inet_pton(AF_INET6, bindHost, &ipv6) == 1 {
-            withUnsafeMutableBytes(of: &storage) { raw in
-                let address = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
-                address.pointee.sin6_family = sa_family_t(AF_INET6)
-                address.pointee.sin6_port = port.bigEndian
-                address.pointee.sin6_addr = ipv6
-            }
-            isIPv6 = true
-        } else {
+        guard let numeric = NumericSocketAddress(host: bindHost, port: port) else {
             throw ServerStartError("--host must be an IPv4 or IPv6 address, got \(host)")
         }
-        self.storage = storage
+        storage = numeric.storage
+        isIPv6 = numeric.isIPv6
     }
 
     /// The size of the sockaddr this address is (for `bind`).

@@ -67,9 +67,9 @@ public struct PushReceipts: Sendable {
             guard pushID.utf8.count <= 64,
                   let job = try db.queryOne("SELECT user_id, created_at, ack_token_hashes FROM push_jobs WHERE id = ?\(db.dialect.forUpdate)",
                                             .text(pushID)),
-                  let userID = job.string("user_id"), let created = job.date("created_at") else { return nil }
+                  let userID = try job.string("user_id"), let created = try job.date("created_at") else { return nil }
             var matches = false
-            for stored in (job.string("ack_token_hashes") ?? "").split(separator: " ") {
+            for stored in (try job.string("ack_token_hashes") ?? "").split(separator: " ") {
                 // Fixed-length digests of both sides, so the comparison takes the same time
                 // whatever the stored text looks like.
                 matches = Crypto.constantTimeEquals(Crypto.sha256(Array(stored.utf8)), presented) || matches
@@ -96,15 +96,15 @@ public struct PushReceipts: Sendable {
     static func record(_ db: any SQLConnection, pushID: String, userID: String, at: Date, via: String) throws -> PushAck? {
         guard let job = try db.queryOne("SELECT device_id, acked_at, visit_id, kind FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
                                         .text(pushID), .text(userID)) else { return nil }
-        if let acked = job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
+        if let acked = try job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
         try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
-        if let visitID = job.string("visit_id") {
+        if let visitID = try job.string("visit_id") {
             // Receipts, not provider 200s, measure delivery: they join the timeline.
             try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushReceipt, user: PersonRef(id: userID, name: ""),
-                                         deviceID: job.string("device_id"), channel: "push",
-                                         detail: "receipt for \(job.string("kind") ?? "push") \(pushID) (\(via))", at: at)
+                                         deviceID: try job.string("device_id"), channel: "push",
+                                         detail: "receipt for \(try job.string("kind") ?? "push") \(pushID) (\(via))", at: at)
         }
-        if let device = job.string("device_id") {
+        if let device = try job.string("device_id") {
             try db.execute("""
                 UPDATE devices SET last_ack_at = ?, consecutive_failures = 0
                 WHERE id = ? AND (last_ack_at IS NULL OR last_ack_at < ?)
@@ -132,12 +132,12 @@ public struct PushReceipts: Sendable {
                 GROUP BY j.device_id
                 """, .date(graceLimit), .text(companyID))
             var unacked: [String: Int] = [:]
-            for row in counts { if let id = row.string("device_id") { unacked[id] = Int(row.int("n") ?? 0) } }
+            for row in counts { if let id = try row.string("device_id") { unacked[id] = Int(try row.int("n") ?? 0) } }
             return (devices, unacked)
         }
         var entries: [PushHealthDevice] = []
         for row in devices {
-            let device = DeviceRecord(row)
+            let device = try DeviceRecord(row)
             let unackedCount = unacked[device.id] ?? 0
             let flags = Self.riskFlags(device, now: at)
             let tokenDead: Bool
@@ -149,7 +149,7 @@ public struct PushReceipts: Sendable {
             let status = tokenDead || failures > 0 ? "failing" : (device.lastAckAt != nil ? "healthy" : "unverified")
             entries.append(PushHealthDevice(
                 deviceID: device.id,
-                user: .init(id: device.userID, name: row.string("user_name") ?? "", username: row.string("user_username") ?? ""),
+                user: .init(id: device.userID, name: try row.string("user_name") ?? "", username: try row.string("user_username") ?? ""),
                 platform: device.platform, deviceName: device.deviceName, manufacturer: device.capabilities.manufacturer,
                 osVersion: device.capabilities.osVersion, appVersion: device.appVersion, status: status,
                 consecutiveFailures: failures, unackedPushes: unackedCount, lastProviderError: device.lastError,

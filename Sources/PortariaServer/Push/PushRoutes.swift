@@ -26,14 +26,15 @@ struct PushRoutes {
                 case .success(let ack): return .json(ack)
                 case .failure(.notFound): throw HTTPError.notFound("push not found")
                 case .failure(.rateLimited(let retryAfter)):
-                    throw HTTPError(status: 429, code: .rateLimited, message: "too many refused acknowledgements from this address; try again later",
-                                    headers: [("Retry-After", String(retryAfter))])
+                    // The one 429 shape (docs/openapi.yaml RateLimited): retry_after in the body too.
+                    throw HTTPError.rateLimited("too many refused acknowledgements from this address; try again later",
+                                               retryAfter: retryAfter)
                 }
             }
             // The receipt is about the user, not a company: no X-Company-Id needed (the app
             // acknowledges from a notification handler that may not know the context).
             let (user, _) = try await authenticator.authenticate(request)
-            guard pushID.utf8.count <= 64, let ack = try await receipts.acknowledge(pushID: pushID, userID: user.id) else {
+            guard PushID(rawValue: pushID) != nil, let ack = try await receipts.acknowledge(pushID: pushID, userID: user.id) else {
                 throw HTTPError.notFound("push not found")
             }
             return .json(ack)

@@ -81,7 +81,7 @@ enum VisitPushes {
         for row in try db.query("""
             SELECT DISTINCT user_id FROM push_jobs WHERE visit_id = ? AND kind = 'delivery' AND status <> 'cancelled' ORDER BY user_id
             """, .text(visitID)) {
-            if let user = row.string("user_id") { alerted.append(user) }
+            if let user = try row.string("user_id") { alerted.append(user) }
         }
         let zone = try db.queryOne("""
             SELECT c.timezone FROM visits v JOIN companies c ON c.id = v.company_id WHERE v.id = ?

@@ -420,19 +420,8 @@ private final class FeedState {
     func checkSessions() async throws {
         let sessions = Array(Set(companies.values.flatMap(\.members.values).compactMap(\.subscriber.sessionID)))
         guard !sessions.isEmpty else { return }
-        var ended = Set<String>()
-        for chunk in stride(from: 0, to: sessions.count, by: 200).map({ Array(sessions[$0..<min($0 + 200, sessions.count)]) }) {
-            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-            let now = Date()
-            let live = try await database.read { db in
-                try db.query("""
-                    SELECT s.id FROM sessions s JOIN users u ON u.id = s.user_id
-                    WHERE s.id IN (\(placeholders)) AND s.revoked_at IS NULL AND s.expires_at > ? AND u.disabled = 0
-                    """, chunk.map(SQLValue.text) + [.date(now)]).compactMap { $0.string("id") }
-            }
-            ended.formUnion(Set(chunk).subtracting(live))
-        }
-        await close(sessions: ended)
+        let live = try await SessionStore(database: database).liveSessionIDs(among: sessions, at: Date())
+        await close(sessions: Set(sessions).subtracting(live))
         checks += 1
         if checks % 6 == 0 { try await checkScopes() }
         // A missed NOTIFY (a silently dead connection) must not stall delivery for long.

@@ -9,6 +9,7 @@ struct RealtimeRoutes {
     let tickets: RealtimeTickets
     let authenticator: Authenticator
     let visits: VisitService
+    let visitors: VisitorAuthenticator
     /// Origins allowed to open sockets besides the server's own (`--allowed-origins`).
     let allowedOrigins: Set<String>
 
@@ -26,7 +27,7 @@ struct RealtimeRoutes {
         guard Authenticator.bearerIsVisitorToken(request) else {
             return Subscriber(caller: try await authenticator.caller(request))
         }
-        let access = try await visits.visitorLive(request, takingTicket: takingTicket)
+        let access = try await visits.visitorLive(try await visitors.access(request), takingTicket: takingTicket)
         return Subscriber(companyID: access.companyID, role: .visitor(visitID: access.visitID))
     }
 
@@ -42,7 +43,7 @@ struct RealtimeRoutes {
                 try db.queryOne("SELECT status FROM visits WHERE id = ?", .text(visitID))?.string("status")
             }.flatMap(VisitStatus.init(rawValue:))
             guard let status else { throw HTTPError.unauthorized("invalid or expired visitor token") }
-            if status.isTerminal { throw VisitService.closed(status) }
+            if status.isTerminal { throw VisitError.closed(status) }
             return Subscriber(companyID: redeemed.companyID, role: .visitor(visitID: visitID))
         }
         guard let userID = redeemed.userID, let sessionID = redeemed.sessionID,

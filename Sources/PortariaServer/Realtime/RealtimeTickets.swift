@@ -31,8 +31,8 @@ struct RealtimeTickets: Sendable {
             let claimed = try db.execute("UPDATE realtime_tickets SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?",
                                          .date(now), .text(hash), .date(now))
             guard claimed == 1, let row = try db.queryOne("SELECT user_id, session_id, company_id, visit_id FROM realtime_tickets WHERE token_hash = ?", .text(hash)),
-                  let company = row.string("company_id") else { return nil }
-            return (row.string("user_id"), row.string("session_id"), company, row.string("visit_id"))
+                  let company = try row.string("company_id") else { return nil }
+            return (try row.string("user_id"), try row.string("session_id"), company, try row.string("visit_id"))
         }
     }
 }

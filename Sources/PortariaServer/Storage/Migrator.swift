@@ -72,7 +72,7 @@ public struct Migrator: Sendable {
 
     public func appliedVersions(_ database: any SQLDatabase) async throws -> [Int] {
         try await database.read { connection in
-            try connection.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { $0.int("version").map(Int.init) }
+            try connection.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { try $0.int("version").map(Int.init) }
         }
     }
 }

@@ -22,6 +22,12 @@ extension SQLValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Exp
 }
 
 /// One result row. Accessors convert, since PostgreSQL answers in text format.
+///
+/// Strict on purpose: a name the statement did not return throws
+/// `RowDecodingError.unknownColumn` (a typo in a store is an error, never a silent NULL),
+/// and `required` reads a `NOT NULL` column, throwing `.unexpectedNull` where the
+/// optional accessors would answer nil. Use the optional accessors for nullable columns
+/// only (decision 0030).
 public struct SQLRow: Sendable {
     public let columns: [String]
     public let values: [SQLValue]
@@ -31,13 +37,42 @@ public struct SQLRow: Sendable {
         self.values = values
     }
 
-    public subscript(_ name: String) -> SQLValue {
-        guard let index = columns.firstIndex(of: name) else { return .null }
+    /// The value of `name`, NULL included; throws for a column the statement did not return.
+    public func value(_ name: String) throws -> SQLValue {
+        guard let index = columns.firstIndex(of: name) else { throw RowDecodingError.unknownColumn(name, columns: columns) }
         return values[index]
     }
 
-    public func string(_ name: String) -> String? {
-        switch self[name] {
+    public func string(_ name: String) throws -> String? { try value(name).asText }
+    public func int(_ name: String) throws -> Int64? { try value(name).asInteger }
+    public func double(_ name: String) throws -> Double? { try value(name).asReal }
+    public func bool(_ name: String) throws -> Bool? { try value(name).asBool }
+    public func date(_ name: String) throws -> Date? { try value(name).asDate }
+
+    /// Reads of `NOT NULL` columns: the same conversions, a NULL (or a value that does not
+    /// convert) throws instead of answering nil.
+    public var required: Required { Required(row: self) }
+
+    public struct Required: Sendable {
+        let row: SQLRow
+
+        public func string(_ name: String) throws -> String { try read(name, \.asText) }
+        public func int(_ name: String) throws -> Int64 { try read(name, \.asInteger) }
+        public func double(_ name: String) throws -> Double { try read(name, \.asReal) }
+        public func bool(_ name: String) throws -> Bool { try read(name, \.asBool) }
+        public func date(_ name: String) throws -> Date { try read(name, \.asDate) }
+
+        private func read<T>(_ name: String, _ convert: KeyPath<SQLValue, T?>) throws -> T {
+            guard let value = try row.value(name)[keyPath: convert] else { throw RowDecodingError.unexpectedNull(name) }
+            return value
+        }
+    }
+}
+
+extension SQLValue {
+    /// The conversions the row accessors share (nil for NULL or a text that does not parse).
+    var asText: String? {
+        switch self {
         case .text(let value): return value
         case .integer(let value): return String(value)
         case .real(let value): return String(value)
@@ -45,8 +80,8 @@ public struct SQLRow: Sendable {
         }
     }
 
-    public func int(_ name: String) -> Int64? {
-        switch self[name] {
+    var asInteger: Int64? {
+        switch self {
         case .integer(let value): return value
         case .text(let value): return Int64(value)
         case .real(let value): return Int64(value)
@@ -54,8 +89,8 @@ public struct SQLRow: Sendable {
         }
     }
 
-    public func double(_ name: String) -> Double? {
-        switch self[name] {
+    var asReal: Double? {
+        switch self {
         case .real(let value): return value
         case .integer(let value): return Double(value)
         case .text(let value): return Double(value)
@@ -63,8 +98,9 @@ public struct SQLRow: Sendable {
         }
     }
 
-    public func bool(_ name: String) -> Bool? {
-        switch self[name] {
+    /// Booleans are integers 0/1; PostgreSQL's text format may also answer t/true.
+    var asBool: Bool? {
+        switch self {
         case .integer(let value): return value != 0
         case .text(let value): return value == "1" || value == "t" || value == "true"
         case .real(let value): return value != 0
@@ -72,8 +108,23 @@ public struct SQLRow: Sendable {
         }
     }
 
-    public func date(_ name: String) -> Date? {
-        int(name).map { Date(timeIntervalSince1970: Double($0) / 1000) }
+    /// Timestamps are integer milliseconds since the epoch.
+    var asDate: Date? { asInteger.map { Date(timeIntervalSince1970: Double($0) / 1000) } }
+}
+
+/// A row that does not have what a store reads from it: a bug in the store (a column
+/// name its statement does not return) or data that breaks the schema's promise (NULL
+/// in a `NOT NULL` column). Not a `StorageError`: nothing a caller should handle by kind.
+public enum RowDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    case unknownColumn(String, columns: [String])
+    case unexpectedNull(String)
+
+    public var description: String {
+        switch self {
+        case .unknownColumn(let name, let columns):
+            return "no column \(name) in this row (it has \(columns.joined(separator: ", ")))"
+        case .unexpectedNull(let name): return "column \(name) is NULL or not of the expected type"
+        }
     }
 }
 
@@ -221,6 +272,20 @@ public enum StorageError: Error, Sendable, CustomStringConvertible, Equatable {
         case .conflict(let detail): return "concurrent update conflict: \(detail)"
         case .failed(let detail): return "database error: \(detail)"
         }
+    }
+}
+
+/// `begin`, then `body`, then COMMIT; ROLLBACK (best effort) when `body` or the commit
+/// throws. The write transaction of both backends; `execute` runs one statement.
+func inTransaction<T>(begin: String, execute: (String) throws -> Void, _ body: () throws -> T) throws -> T {
+    try execute(begin)
+    do {
+        let value = try body()
+        try execute("COMMIT")
+        return value
+    } catch {
+        try? execute("ROLLBACK")
+        throw error
     }
 }
 

@@ -45,7 +45,7 @@ enum EventLog {
                 VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
                 """, .text(companyID), .optional(visitID), .optional(unitID), .text(event.type.rawValue),
                      .text(data.jsonText), .date(at))
-            return EventRecord(seq: row?.int("seq") ?? 0, companyID: companyID, visitID: visitID, unitID: unitID,
+            return EventRecord(seq: try row?.int("seq") ?? 0, companyID: companyID, visitID: visitID, unitID: unitID,
                                type: event.type.rawValue, data: data, createdAt: at)
         }
         // The pushes these events call for, in the same transaction.
@@ -69,10 +69,11 @@ enum EventLog {
             """, .text(visitID)).map(record)
     }
 
-    static func record(_ row: SQLRow) -> EventRecord {
-        let text = row.string("data") ?? "{}"
+    static func record(_ row: SQLRow) throws -> EventRecord {
+        let required = row.required
+        let text = try required.string("data")
         let data = (try? JSONCoding.decoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .object([:])
-        return EventRecord(seq: row.int("seq") ?? 0, companyID: row.string("company_id") ?? "",
-                           visitID: row.string("visit_id"), unitID: row.string("unit_id"),
-                           type: row.string("type") ?? "", data: data, createdAt: row.date("created_at") ?? Date())
+        return EventRecord(seq: try required.int("seq"), companyID: try required.string("company_id"),
+                           visitID: try row.string("visit_id"), unitID: try row.string("unit_id"),
+                           type: try required.string("type"), data: data, createdAt: try required.date("created_at"))
     }}

@@ -32,20 +32,25 @@ struct IdempotencyStore: Sendable {
         var events: [EventRecord] = []
     }
 
+    /// What `run` answers: the work's answer, or the one stored by the first request with
+    /// this key (`replayed`, no events: they were published the first time).
+    struct Outcome: Sendable {
+        var status: Int
+        var body: [UInt8]
+        var replayed: Bool
+        var events: [EventRecord]
+    }
+
     enum Begin: Sendable {
         case proceed(owner: String)
         case replay(status: Int, body: String)
     }
 
-    /// Validates the `Idempotency-Key` header: required, 1–255 characters.
-    static func key(from request: HTTPRequest) throws -> String {
-        guard let key = request.header("idempotency-key"), !key.isEmpty else {
-            throw HTTPError(status: 400, code: .idempotencyKeyRequired,
-                            message: "the Idempotency-Key header is required for this action",
-                            details: ["field": .string("Idempotency-Key")])
-        }
+    /// Validates an `Idempotency-Key` value: required, 1–255 printable characters.
+    static func validKey(_ key: String?) throws -> String {
+        guard let key, !key.isEmpty else { throw IdempotencyError.keyRequired }
         guard key.count <= 255, key.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
-            throw HTTPError.invalidRequest("Idempotency-Key must be 1 to 255 printable characters", field: "Idempotency-Key")
+            throw IdempotencyError.keyInvalid
         }
         return key
     }
@@ -60,7 +65,7 @@ struct IdempotencyStore: Sendable {
     /// throws are not stored (the marker is released, a retry runs again).
     func run(userID: String, key: String, requestHash: String, now: Date,
              beforeWork: (@Sendable () async -> Void)? = nil,
-             work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> (HTTPResponse, [EventRecord]) {
+             work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> Outcome {
         if database.dialect.hasSingleWriter {
             return try await runInOneTransaction(userID: userID, key: key, requestHash: requestHash, now: now,
                                                  beforeWork: beforeWork, work: work)
@@ -71,7 +76,7 @@ struct IdempotencyStore: Sendable {
         }
         switch begin {
         case .replay(let status, let body):
-            return (Self.replayed(status: status, body: body), [])
+            return Self.replayed(status: status, body: body)
         case .proceed(let owner):
             do {
                 if let beforeWork { await beforeWork() }
@@ -83,11 +88,10 @@ struct IdempotencyStore: Sendable {
                         """, .integer(Int64(answer.status)), .text(String(decoding: answer.body, as: UTF8.self)),
                              .date(now), .text(userID), .text(key), .text(owner))
                     // Our marker expired and another request took the key over: roll back.
-                    guard stored == 1 else { throw Self.inProgress() }
+                    guard stored == 1 else { throw IdempotencyError.inProgress }
                     return answer
                 }
-                return (HTTPResponse(status: answer.status, headers: [("Content-Type", "application/json")], body: answer.body),
-                        answer.events)
+                return Outcome(status: answer.status, body: answer.body, replayed: false, events: answer.events)
             } catch {
                 _ = try? await database.write { db in
                     try db.execute("DELETE FROM idempotency_keys WHERE user_id = ? AND idempotency_key = ? AND owner = ? AND status IS NULL",
@@ -102,13 +106,13 @@ struct IdempotencyStore: Sendable {
     /// the action's transaction. Same answers as `run`'s two-transaction path.
     private func runInOneTransaction(userID: String, key: String, requestHash: String, now: Date,
                                      beforeWork: (@Sendable () async -> Void)?,
-                                     work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> (HTTPResponse, [EventRecord]) {
+                                     work: @escaping @Sendable (any SQLConnection) throws -> Answer) async throws -> Outcome {
         let slot = "\(userID)\u{0}\(key)"
         try inFlight.withLock { running in
             if let held = running[slot] {
                 // As `begin` on a committed marker: a different body is 422 first, else 409.
-                guard held == requestHash else { throw Self.mismatch() }
-                throw Self.inProgress()
+                guard held == requestHash else { throw IdempotencyError.mismatch }
+                throw IdempotencyError.inProgress
             }
             running[slot] = requestHash
         }
@@ -131,10 +135,9 @@ struct IdempotencyStore: Sendable {
         }
         switch outcome {
         case .success(let answer):
-            return (HTTPResponse(status: answer.status, headers: [("Content-Type", "application/json")], body: answer.body),
-                    answer.events)
+            return Outcome(status: answer.status, body: answer.body, replayed: false, events: answer.events)
         case .failure(let replay):
-            return (Self.replayed(status: replay.status, body: replay.body), [])
+            return Self.replayed(status: replay.status, body: replay.body)
         }
     }
 
@@ -144,15 +147,8 @@ struct IdempotencyStore: Sendable {
         var body: String
     }
 
-    static func replayed(status: Int, body: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("Idempotent-Replayed", "true")],
-                     body: Array(body.utf8))
-    }
-
-    static func mismatch() -> HTTPError {
-        HTTPError(status: 422, code: .idempotencyKeyMismatch,
-                  message: "this Idempotency-Key was used with a different request",
-                  details: ["field": .string("Idempotency-Key")])
+    static func replayed(status: Int, body: String) -> Outcome {
+        Outcome(status: status, body: Array(body.utf8), replayed: true, events: [])
     }
 
     static func begin(_ db: any SQLConnection, userID: String, key: String, requestHash: String,
@@ -170,22 +166,17 @@ struct IdempotencyStore: Sendable {
             """ + db.dialect.forUpdate, .text(userID), .text(key)) else {
             throw StorageError.conflict("idempotency key vanished while being read")
         }
-        guard row.string("request_hash") == requestHash else { throw mismatch() }
-        if let status = row.int("status") {
-            return .replay(status: Int(status), body: row.string("body") ?? "")
+        guard try row.required.string("request_hash") == requestHash else { throw IdempotencyError.mismatch }
+        if let status = try row.int("status") {
+            return .replay(status: Int(status), body: try row.string("body") ?? "")
         }
-        if let until = row.date("locked_until"), until > now { throw inProgress() }
+        if let until = try row.date("locked_until"), until > now { throw IdempotencyError.inProgress }
         // The holder died (crash, timeout) without finishing: take the key over.
         try db.execute("UPDATE idempotency_keys SET owner = ?, locked_until = ? WHERE user_id = ? AND idempotency_key = ?",
                        .text(owner), .date(now.addingTimeInterval(lease)), .text(userID), .text(key))
         return .proceed(owner: owner)
     }
 
-    static func inProgress() -> HTTPError {
-        HTTPError(status: 409, code: .requestInProgress,
-                  message: "a request with this Idempotency-Key is still being processed; retry shortly",
-                  headers: [("Retry-After", "1")])
-    }
 
     /// SQLite serves one instance only: after a restart every in-flight marker belongs to
     /// a request that died with the previous process, so they are released at once.
@@ -194,4 +185,44 @@ struct IdempotencyStore: Sendable {
         guard !database.dialect.isSharedByInstances else { return 0 }
         return try await database.write { db in try db.execute("DELETE FROM idempotency_keys WHERE status IS NULL", []) }
     }
+}
+
+/// The refusals of the idempotency contract (docs/contract.md §2).
+enum IdempotencyError: RenderableError {
+    case keyRequired
+    case keyInvalid
+    /// The key was used with a different request.
+    case mismatch
+    /// A request with this key is still running (here or on another instance).
+    case inProgress
+
+    var status: Int {
+        switch self {
+        case .keyRequired, .keyInvalid: return 400
+        case .mismatch: return 422
+        case .inProgress: return 409
+        }
+    }
+
+    var code: ErrorCode {
+        switch self {
+        case .keyRequired: return .idempotencyKeyRequired
+        case .keyInvalid: return .invalidRequest
+        case .mismatch: return .idempotencyKeyMismatch
+        case .inProgress: return .requestInProgress
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .keyRequired: return "the Idempotency-Key header is required for this action"
+        case .keyInvalid: return "Idempotency-Key must be 1 to 255 printable characters"
+        case .mismatch: return "this Idempotency-Key was used with a different request"
+        case .inProgress: return "a request with this Idempotency-Key is still being processed; retry shortly"
+        }
+    }
+
+    var details: [String: JSONValue] { self == .inProgress ? [:] : ["field": "Idempotency-Key"] }
+
+    var headers: [(String, String)] { self == .inProgress ? [("Retry-After", "1")] : [] }
 }

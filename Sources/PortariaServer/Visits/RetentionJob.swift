@@ -39,7 +39,7 @@ public actor RetentionJob {
             var report = Report()
             let rows = try db.query("SELECT id, kind, path FROM visit_media WHERE created_at < ?", .date(cutoff))
             for row in rows {
-                if row.string("kind") == MediaKind.photo.rawValue { report.photos += 1 } else { report.voiceMessages += 1 }
+                if try row.string("kind") == MediaKind.photo.rawValue { report.photos += 1 } else { report.voiceMessages += 1 }
             }
             try db.execute("DELETE FROM visit_media WHERE created_at < ?", .date(cutoff))
             report.locations = try db.execute("""
@@ -50,7 +50,7 @@ public actor RetentionJob {
             // Ended rate-limit windows: one row per address that ever knocked, so without
             // this the table grows with every guesser.
             report.rateLimitWindows = try RateLimiter.prune(db, now: now)
-            return (report, rows.compactMap { $0.string("path") })
+            return (report, try rows.compactMap { try $0.string("path") })
         }
         for path in paths { media.remove(path) }
         log.info("retention sweep", ["retention_days": .number(Double(days)), "photos_deleted": .number(Double(report.photos)),

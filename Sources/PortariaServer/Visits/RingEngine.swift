@@ -36,10 +36,10 @@ enum RingEngine {
         guard let row = try db.queryOne("""
             SELECT visit_id, steps, next_step, step_ms, due_at, window_ends_at FROM ring_jobs WHERE visit_id = ?
             """, .text(visitID)) else { return nil }
-        let text = row.string("steps") ?? "[]"
+        let text = try row.string("steps") ?? "[]"
         let steps = (try? JSONDecoder().decode([[String]].self, from: Data(text.utf8))) ?? []
-        return Job(visitID: visitID, steps: steps, nextStep: Int(row.int("next_step") ?? 0), stepMs: row.int("step_ms") ?? 20_000,
-                   dueAt: row.int("due_at") ?? 0, windowEndsAt: row.int("window_ends_at") ?? 0)
+        return Job(visitID: visitID, steps: steps, nextStep: Int(try row.int("next_step") ?? 0), stepMs: try row.int("step_ms") ?? 20_000,
+                   dueAt: try row.int("due_at") ?? 0, windowEndsAt: try row.int("window_ends_at") ?? 0)
     }
 
     /// Claims one due job (SKIP LOCKED on PostgreSQL: another instance busy with a job
@@ -110,7 +110,7 @@ enum RingEngine {
         let current = job.steps[job.nextStep - 1]
         guard current.contains(userID) else { return }
         let declined = Set(try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'decline'", .text(visitID))
-            .compactMap { $0.string("user_id") })
+            .compactMap { try $0.string("user_id") })
         guard current.allSatisfy(declined.contains) else { return }
         let now = ms(at)
         if job.nextStep < job.steps.count {

@@ -9,7 +9,7 @@ struct UnitSettingsService: Sendable {
     /// operators and admins may read. Everyone else: 404.
     func settings(unitID: String, caller: Caller) async throws -> UnitSettingsResponse {
         let mayRead = caller.unitIDs.contains(unitID) ? caller.has(Permission.unitsSettings) : caller.has(Permission.operatorConsole)
-        guard mayRead, unitID.utf8.count <= 64 else { throw HTTPError.notFound("unit not found") }
+        guard mayRead, UnitID(rawValue: unitID) != nil else { throw HTTPError.notFound("unit not found") }
         let companyID = caller.companyID
         let response = try await database.read { db in try Self.load(db, unitID: unitID, companyID: companyID) }
         guard let response else { throw HTTPError.notFound("unit not found") }
@@ -21,12 +21,12 @@ struct UnitSettingsService: Sendable {
             SELECT delivery_rule, ring_mode, ring_step_seconds, ring_window_seconds FROM units WHERE id = ? AND company_id = ?
             """, .text(unitID), .text(companyID)) else { return nil }
         let order = try db.query("SELECT user_id FROM unit_ring_order WHERE unit_id = ? ORDER BY position", .text(unitID))
-            .compactMap { $0.string("user_id") }
-        let settings = UnitSettings(deliveryRule: row.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask,
+            .compactMap { try $0.string("user_id") }
+        let settings = UnitSettings(deliveryRule: try row.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask,
                                     ringOrder: order,
-                                    ringMode: row.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential,
-                                    ringStepSeconds: Int(row.int("ring_step_seconds") ?? 20),
-                                    ringWindowSeconds: Int(row.int("ring_window_seconds") ?? 60))
+                                    ringMode: try row.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential,
+                                    ringStepSeconds: Int(try row.int("ring_step_seconds") ?? 20),
+                                    ringWindowSeconds: Int(try row.int("ring_window_seconds") ?? 60))
         return UnitSettingsResponse(unitID: unitID, settings: settings, residents: try VisitStore.residents(db, unitID: unitID))
     }
 

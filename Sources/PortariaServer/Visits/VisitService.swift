@@ -71,18 +71,19 @@ public struct VisitService: Sendable {
     }
 
     func gate(token: String) async throws -> Gate {
-        guard token.utf8.count <= 200 else { throw HTTPError.notFound("gate not found") }
+        guard token.utf8.count <= 200 else { throw VisitError.gateNotFound }
         let row = try await database.read { db in
             try db.queryOne("""
                 SELECT g.id, g.company_id, c.name, c.gate_lat, c.gate_lon, c.gate_radius_m
                 FROM gates g JOIN companies c ON c.id = g.company_id WHERE g.token = ?
                 """, .text(token))
         }
-        guard let row else { throw HTTPError.notFound("gate not found") }
+        guard let row else { throw VisitError.gateNotFound }
         var point: GeoPoint?
-        if let lat = row.double("gate_lat"), let lon = row.double("gate_lon") { point = GeoPoint(lat: lat, lon: lon) }
-        return Gate(id: row.string("id") ?? "", companyID: row.string("company_id") ?? "", companyName: row.string("name") ?? "",
-                    gate: point, radius: row.double("gate_radius_m") ?? 50)
+        if let lat = try row.double("gate_lat"), let lon = try row.double("gate_lon") { point = GeoPoint(lat: lat, lon: lon) }
+        let required = row.required
+        return Gate(id: try required.string("id"), companyID: try required.string("company_id"), companyName: try required.string("name"),
+                    gate: point, radius: try required.double("gate_radius_m"))
     }
 
     /// A gate as one client address may see it. Unknown tokens count per address, not
@@ -97,10 +98,10 @@ public struct VisitService: Sendable {
         if seen.count >= configuration.gateGuessLimit { throw Self.rateLimited(seen) }
         do {
             return try await gate(token: token)
-        } catch let error as HTTPError where error.status == 404 {
+        } catch VisitError.gateNotFound {
             let counted = try await limiter.hit(bucket, window: configuration.gateGuessWindow, now: now)
             if counted.count > configuration.gateGuessLimit { throw Self.rateLimited(counted) }
-            throw error
+            throw VisitError.gateNotFound
         }
     }
 
@@ -123,7 +124,7 @@ public struct VisitService: Sendable {
     func gateInfo(_ gate: Gate) async throws -> GateInfo {
         let units = try await database.read { db in
             try db.query("SELECT id, label FROM units WHERE company_id = ? ORDER BY label", .text(gate.companyID))
-                .map { UnitSummary(id: $0.string("id") ?? "", label: $0.string("label") ?? "") }
+                .map { UnitSummary(id: try $0.required.string("id"), label: try $0.required.string("label")) }
         }
         return GateInfo(company: .init(name: gate.companyName), units: units)
     }
@@ -135,7 +136,7 @@ public struct VisitService: Sendable {
         try require(request.visitorName.count <= 80, field: "visitor_name", "visitor_name must be at most 80 characters")
         try require(!request.visitorName.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) },
                     field: "visitor_name", "visitor_name must not contain control characters")
-        try require(!request.unitID.isEmpty && request.unitID.utf8.count <= 64, field: "unit_id", "unit_id is not a unit of this gate")
+        try require(UnitID(rawValue: request.unitID) != nil, field: "unit_id", "unit_id is not a unit of this gate")
         if let carrier = request.carrier {
             let trimmed = carrier.trimmingCharacters(in: .whitespacesAndNewlines)
             try require(request.kind == .delivery, field: "carrier", "carrier is only for deliveries")
@@ -167,8 +168,8 @@ public struct VisitService: Sendable {
         func bucket(gateID: String) -> String { "gate-visit:\(gateID):\(address)" }
     }
 
-    static func rateLimited(_ window: RateLimiter.Window) -> HTTPError {
-        .rateLimited("too many requests from this address; try again later", retryAfter: window.retryAfter)
+    static func rateLimited(_ window: RateLimiter.Window) -> VisitError {
+        .rateLimited(retryAfter: window.retryAfter)
     }
 
     private enum Creation: Sendable {
@@ -208,9 +209,9 @@ public struct VisitService: Sendable {
                 """, .text(request.unitID), .text(gate.companyID)) else {
                 return .unknownUnit
             }
-            let rule = unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
-            let mode = unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
-            let window = Int(unit.int("ring_window_seconds") ?? 60)
+            let rule = try unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
+            let mode = try unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
+            let window = Int(try unit.int("ring_window_seconds") ?? 60)
             try db.execute("""
                 INSERT INTO visits (id, company_id, unit_id, gate_id, kind, visitor_name, carrier, status,
                     location_lat, location_lon, location_accuracy_m, geofence_status, geofence_distance_m,
@@ -239,7 +240,7 @@ public struct VisitService: Sendable {
             } else {
                 let targets = try VisitStore.ringTargets(db, unitID: row.unitID)
                 events += try RingEngine.start(db, row: row, targets: targets,
-                                               stepSeconds: Int(unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
+                                               stepSeconds: Int(try unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
             }
             guard let after = try VisitStore.load(db, id: id) else { throw StorageError.failed("visit vanished") }
             return .created(try VisitStore.dto(db, after), events)
@@ -248,47 +249,19 @@ public struct VisitService: Sendable {
         case .limited(let window):
             throw Self.rateLimited(window)
         case .unknownUnit:
-            throw HTTPError.invalidRequest("unit_id is not a unit of this gate", field: "unit_id")
+            throw VisitError.unknownUnit
         case .created(let visit, let events):
             bus.publish(events)
             return CreateVisitResponse(visit: PublicVisit(visit), visitorToken: token)
         }
     }
 
-    // MARK: Visitor (visitor token)
-
-    /// What a visitor token opens, read in one query.
-    struct VisitorAccess: Sendable {
-        var visitID: String
-        var companyID: String
-        var status: VisitStatus
-        var answeredAt: Date?
-    }
-
-    static func closed(_ status: VisitStatus) -> HTTPError {
-        HTTPError(status: 409, code: .visitClosed, message: "the visit is already \(status.rawValue)",
-                  details: ["status": .string(status.rawValue)])
-    }
-
-    /// The visit a visitor token opens, with its state; 401 for anything else. A token
-    /// reads its visit for the visit's lifetime; what else it may do depends on the state.
-    func visitorAccess(_ request: HTTPRequest) async throws -> VisitorAccess {
-        let id = try await visitorVisitID(request)
-        let row = try await database.read { db in
-            try db.queryOne("SELECT company_id, status, answered_at FROM visits WHERE id = ?", .text(id))
-        }
-        guard let row, let companyID = row.string("company_id"),
-              let status = row.string("status").flatMap(VisitStatus.init(rawValue:)) else {
-            throw HTTPError.unauthorized("invalid or expired visitor token")
-        }
-        return VisitorAccess(visitID: id, companyID: companyID, status: status, answeredAt: row.date("answered_at"))
-    }
+    // MARK: Visitor (visitor token, resolved at the route edge by `VisitorAuthenticator`)
 
     /// A visitor token that may still follow its visit live (tickets, sockets): the visit
     /// is not closed, and the token is within its ticket allowance.
-    func visitorLive(_ request: HTTPRequest, takingTicket: Bool) async throws -> VisitorAccess {
-        let access = try await visitorAccess(request)
-        if access.status.isTerminal { throw Self.closed(access.status) }
+    func visitorLive(_ access: VisitorAccess, takingTicket: Bool) async throws -> VisitorAccess {
+        if access.status.isTerminal { throw VisitError.closed(access.status) }
         if takingTicket {
             let decision = try await RateLimiter(database: database).admit(
                 "visitor-ticket:" + access.visitID, max: configuration.ticketsPerVisit,
@@ -298,59 +271,32 @@ public struct VisitService: Sendable {
         return access
     }
 
-    /// The visit whose call a visitor token may get relay credentials for: only while the
-    /// call is live (the visit answered, within the longest call). A relay credential is
+    /// The visit whose call a visitor may get relay credentials for: only while the call
+    /// is live (the visit answered, within the longest call). A relay credential is
     /// bandwidth on our TURN server; a token that has no call gets none (409).
-    func visitorLiveCall(_ request: HTTPRequest) async throws -> String {
-        let access = try await visitorAccess(request)
+    func visitorLiveCall(_ access: VisitorAccess) throws -> String {
         guard access.status == .answered, let answeredAt = access.answeredAt,
               clock.now() < answeredAt.addingTimeInterval(configuration.callWindow) else {
-            throw HTTPError(status: 409, code: .callNotActive,
-                            message: "relay credentials are issued only while a call is live for this visit",
-                            details: ["status": .string(access.status.rawValue)])
+            throw VisitError.callNotActive(access.status)
         }
         return access.visitID
     }
 
-    /// The visit a visitor token opens; 401 for anything else.
-    func visitorVisitID(_ request: HTTPRequest) async throws -> String {
-        guard let header = request.header("authorization") else {
-            throw HTTPError.unauthorized("send Authorization: Bearer <visitor_token>")
-        }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", parts[1].utf8.count <= 200 else {
-            throw HTTPError.unauthorized("Authorization must be 'Bearer <visitor_token>'")
-        }
-        let hash = Crypto.tokenHash(String(parts[1]))
-        let now = clock.now()
-        let row = try await database.read { db in
-            try db.queryOne("SELECT id, created_at FROM visits WHERE visitor_token_hash = ?", .text(hash))
-        }
-        // The token serves the gate page for the visit's own lifetime (24 h), no longer.
-        guard let row, let id = row.string("id"),
-              let created = row.date("created_at"), now < created.addingTimeInterval(configuration.visitLifetime) else {
-            throw HTTPError.unauthorized("invalid or expired visitor token")
-        }
-        return id
+    func visitorVisit(_ access: VisitorAccess) async throws -> PublicVisit {
+        PublicVisit(try await visit(id: access.visitID))
     }
 
-    public func visitorVisit(_ request: HTTPRequest) async throws -> PublicVisit {
-        let id = try await visitorVisitID(request)
-        return PublicVisit(try await visit(id: id))
-    }
-
-    public func visitorCancel(_ request: HTTPRequest) async throws -> PublicVisit {
-        let id = try await visitorVisitID(request)
+    func visitorCancel(_ access: VisitorAccess) async throws -> PublicVisit {
+        let id = access.visitID
         let now = clock.now()
         let (visit, events) = try await database.write { db -> (Visit, [EventRecord]) in
-            guard let row = try VisitStore.lock(db, id: id) else { throw HTTPError.notFound("visit not found") }
+            guard let row = try VisitStore.lock(db, id: id) else { throw VisitError.visitNotFound }
             if row.status == .cancelled { return (try VisitStore.dto(db, row), []) }   // cancelling twice is fine
             do {
                 let outcome = try VisitEngine.apply(db, row: row, event: .cancel(at: now), source: EventSource(channel: "visitor"), at: now)
                 return (try VisitStore.dto(db, outcome.row), outcome.events)
             } catch is VisitTransitionError {
-                throw HTTPError(status: 409, code: .visitClosed, message: "the visit is already \(row.status.rawValue)",
-                                details: ["status": .string(row.status.rawValue)])
+                throw VisitError.closed(row.status)
             }
         }
         bus.publish(events)
@@ -364,41 +310,31 @@ public struct VisitService: Sendable {
     /// is frozen (409 `VISIT_MEDIA_FROZEN`), checked again under the visit's row lock so a
     /// decision racing the upload wins. Uploads count per token (`uploadsPerVisit`, 429)
     /// and bytes per company and day (`mediaBytesPerCompanyPerDay`, 507).
-    public func visitorUpload(_ request: HTTPRequest, kind: MediaKind) async throws -> PublicVisit {
-        let access = try await visitorAccess(request)
+    func visitorUpload(_ access: VisitorAccess, kind: MediaKind, body: [UInt8]) async throws -> PublicVisit {
         let id = access.visitID
         try Self.checkMediaOpen(access.status)
         let allowance = try await RateLimiter(database: database).admit(
             "visitor-upload:" + id, max: configuration.uploadsPerVisit, window: configuration.visitLifetime, now: clock.now())
         if !allowance.allowed {
-            throw HTTPError.rateLimited("this visit has used its \(configuration.uploadsPerVisit) uploads",
-                                        retryAfter: allowance.window.retryAfter)
+            throw VisitError.uploadsSpent(limit: configuration.uploadsPerVisit, retryAfter: allowance.window.retryAfter)
         }
-        let field = kind.rawValue
-        try require(!request.body.isEmpty, field: field, "the request body must be the \(kind == .photo ? "image" : "audio") bytes")
+        try require(!body.isEmpty, field: kind.rawValue, "the request body must be the \(kind == .photo ? "image" : "audio") bytes")
         let stored: (contentType: String, ext: String, bytes: [UInt8], durationMs: Int?)
         do {
             switch kind {
             case .photo:
-                let photo = try MediaSniffer.photo(request.body)
+                let photo = try MediaSniffer.photo(body)
                 stored = (photo.contentType, photo.fileExtension, photo.bytes, nil)
             case .voiceMessage:
-                let voice = try MediaSniffer.voice(request.body)
-                stored = (voice.contentType, voice.fileExtension, request.body, voice.durationMs)
+                let voice = try MediaSniffer.voice(body)
+                stored = (voice.contentType, voice.fileExtension, body, voice.durationMs)
             }
         } catch {
             switch error {
-            case .tooLarge:
-                throw HTTPError(status: 413, code: .payloadTooLarge, message: "\(field) exceeds \(kind.maxBytes) bytes",
-                                details: ["field": .string(field)])
-            case .tooLong(let ms):
-                throw HTTPError.invalidRequest("voice_message lasts \(ms / 1000) s; the limit is 60 s", field: field)
-            case .unrecognized:
-                throw HTTPError(status: 415, code: .unsupportedMediaType,
-                                message: kind == .photo ? "photo must be a JPEG or PNG image" : "voice_message must be WebM/Opus, Ogg/Opus or M4A/AAC",
-                                details: ["field": .string(field)])
-            case .malformed(let why):
-                throw HTTPError.invalidRequest("\(field) is malformed: \(why)", field: field)
+            case .tooLarge: throw VisitError.mediaTooLarge(kind)
+            case .tooLong(let ms): throw VisitError.mediaTooLong(kind, milliseconds: ms)
+            case .unrecognized: throw VisitError.mediaUnrecognized(kind)
+            case .malformed(let why): throw VisitError.mediaMalformed(kind, reason: why)
             }
         }
         let now = clock.now()
@@ -408,13 +344,15 @@ public struct VisitService: Sendable {
         let size = stored.bytes.count
         // Checked before the file is written (a read), and again in the transaction.
         let used = try await database.read { db in try Self.mediaBytesToday(db, companyID: companyID, now: now) }
-        if used + size > quota { throw Self.quotaExceeded(quota) }
+        if used + size > quota { throw VisitError.mediaQuotaExceeded(quotaBytes: quota) }
         let path = try media.write(stored.bytes, companyID: companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
         do {
             let (visit, replaced, events) = try await database.write { db -> (Visit, String?, [EventRecord]) in
-                guard let row = try VisitStore.lock(db, id: id) else { throw HTTPError.notFound("visit not found") }
+                guard let row = try VisitStore.lock(db, id: id) else { throw VisitError.visitNotFound }
                 try Self.checkMediaOpen(row.status)
-                if try Self.mediaBytesToday(db, companyID: companyID, now: now) + size > quota { throw Self.quotaExceeded(quota) }
+                if try Self.mediaBytesToday(db, companyID: companyID, now: now) + size > quota {
+                    throw VisitError.mediaQuotaExceeded(quotaBytes: quota)
+                }
                 let old = try db.queryOne("SELECT path FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))?.string("path")
                 try db.execute("DELETE FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))
                 try db.execute("""
@@ -446,11 +384,9 @@ public struct VisitService: Sendable {
         case .ringing, .unanswered:
             return
         case .answered, .resolved:
-            throw HTTPError(status: 409, code: .visitMediaFrozen,
-                            message: "the visit is \(status.rawValue): its photo and voice message can no longer change",
-                            details: ["status": .string(status.rawValue)])
+            throw VisitError.mediaFrozen(status)
         case .cancelled, .expired:
-            throw closed(status)
+            throw VisitError.closed(status)
         }
     }
 
@@ -462,17 +398,11 @@ public struct VisitService: Sendable {
             """, .text(companyID), .date(now.addingTimeInterval(-86_400)))?.int("bytes") ?? 0)
     }
 
-    static func quotaExceeded(_ quota: Int) -> HTTPError {
-        HTTPError(status: 507, code: .mediaQuotaExceeded,
-                  message: "this building's visitors stored their \(quota / (1024 * 1024)) MiB of photos and voice messages for today",
-                  details: ["quota_bytes": .number(Double(quota))])
-    }
-
     // MARK: Residents and operators
 
     func visit(id: String) async throws -> Visit {
         try await database.read { db in
-            guard let row = try VisitStore.load(db, id: id) else { throw HTTPError.notFound("visit not found") }
+            guard let row = try VisitStore.load(db, id: id) else { throw VisitError.visitNotFound }
             return try VisitStore.dto(db, row)
         }
     }
@@ -483,33 +413,31 @@ public struct VisitService: Sendable {
         caller.companyID == companyID && (caller.has(Permission.operatorConsole) || caller.unitIDs.contains(unitID))
     }
 
-    static func isUUIDish(_ id: String) -> Bool { !id.isEmpty && id.utf8.count <= 64 }
-
-    public func visit(id: String, caller: Caller) async throws -> Visit {
-        guard Self.isUUIDish(id) else { throw HTTPError.notFound("visit not found") }
+    public func visit(id visitID: VisitID, caller: Caller) async throws -> Visit {
+        let id = visitID.rawValue
         // The visit, its timeline and its resolution from one snapshot, so they agree.
         let visit = try await database.readSnapshot { db -> Visit? in
             guard let row = try VisitStore.load(db, id: id), Self.canSee(caller, companyID: row.companyID, unitID: row.unitID) else { return nil }
             return try VisitStore.dto(db, row)
         }
-        guard let visit else { throw HTTPError.notFound("visit not found") }
+        guard let visit else { throw VisitError.visitNotFound }
         return visit
     }
 
     /// The bytes of a visit's photo or voice message, for those who may see the visit.
-    public func mediaFile(visitID: String, kind: MediaKind, caller: Caller) async throws -> (contentType: String, bytes: [UInt8]) {
-        guard Self.isUUIDish(visitID) else { throw HTTPError.notFound("visit not found") }
+    public func mediaFile(visitID id: VisitID, kind: MediaKind, caller: Caller) async throws -> (contentType: String, bytes: [UInt8]) {
+        let visitID = id.rawValue
         let row = try await database.read { db -> SQLRow? in
             try db.queryOne("""
                 SELECT m.content_type, m.path, v.company_id, v.unit_id FROM visit_media m JOIN visits v ON v.id = m.visit_id
                 WHERE m.visit_id = ? AND m.kind = ?
                 """, .text(visitID), .text(kind.rawValue))
         }
-        guard let row, Self.canSee(caller, companyID: row.string("company_id") ?? "", unitID: row.string("unit_id") ?? ""),
-              let path = row.string("path"), let bytes = media.read(path) else {
-            throw HTTPError.notFound("\(kind.rawValue) not found")
+        guard let row, Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.string("unit_id")),
+              let path = try row.string("path"), let bytes = media.read(path) else {
+            throw VisitError.mediaNotFound(kind)
         }
-        return (row.string("content_type") ?? "application/octet-stream", bytes)
+        return (try row.string("content_type") ?? "application/octet-stream", bytes)
     }
 
     public enum ListFilter: String, Sendable {
@@ -522,8 +450,8 @@ public struct VisitService: Sendable {
         if let cursor {
             guard let bytes = Base64URL.decode(cursor), let text = String(bytes: bytes, encoding: .utf8),
                   let colon = text.firstIndex(of: ":"), let ms = Int64(text[..<colon]),
-                  case let id = String(text[text.index(after: colon)...]), Self.isUUIDish(id) else {
-                throw HTTPError.invalidRequest("cursor is not a cursor this server issued", field: "cursor")
+                  case let id = String(text[text.index(after: colon)...]), VisitID(rawValue: id) != nil else {
+                throw VisitError.invalidCursor
             }
             after = (ms, id)
         }
@@ -564,18 +492,19 @@ public struct VisitService: Sendable {
 
     enum CallAction: String, Sendable { case answer, decline, resolve }
 
-    /// Performs one of the three actions under the idempotency contract.
-    func perform(_ action: CallAction, visitID: String, caller: Caller, request: HTTPRequest,
-                 resolve: ResolveVisitRequest?, call: CallActionRequest?) async throws -> HTTPResponse {
-        let key = try IdempotencyStore.key(from: request)
-        guard Self.isUUIDish(visitID) else { throw HTTPError.notFound("visit not found") }
+    /// Performs one of the three actions under the idempotency contract (`key` is the
+    /// request's validated `Idempotency-Key`). The answer is the visit, or the 409 of a
+    /// lost race, as first answered: a retry with the same key gets it again, `replayed`.
+    func perform(_ action: CallAction, visitID id: VisitID, caller: Caller, key: String,
+                 resolve: ResolveVisitRequest?, call: CallActionRequest?) async throws -> IdempotencyStore.Outcome {
+        let visitID = id.rawValue
         // Visibility first: another company's or another unit's visit is a 404 and
         // never touches the key store.
         let visible = try await database.read { db -> Bool in
             guard let row = try db.queryOne("SELECT company_id, unit_id FROM visits WHERE id = ?", .text(visitID)) else { return false }
-            return Self.canSee(caller, companyID: row.string("company_id") ?? "", unitID: row.string("unit_id") ?? "")
+            return Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.string("unit_id"))
         }
-        guard visible else { throw HTTPError.notFound("visit not found") }
+        guard visible else { throw VisitError.visitNotFound }
 
         let canonical: String
         switch action {
@@ -590,9 +519,9 @@ public struct VisitService: Sendable {
         let now = clock.now()
         let me = PersonRef(id: caller.user.id, name: caller.user.name)
         let hook = beforeIdempotentWork
-        let (response, events) = try await idempotency.run(userID: caller.user.id, key: key, requestHash: hash, now: now,
+        let outcome = try await idempotency.run(userID: caller.user.id, key: key, requestHash: hash, now: now,
                                                           beforeWork: hook) { db in
-            guard let row = try VisitStore.lock(db, id: visitID) else { throw HTTPError.notFound("visit not found") }
+            guard let row = try VisitStore.lock(db, id: visitID) else { throw VisitError.visitNotFound }
             let event: VisitEvent
             var via = ResolutionChannel.app
             switch action {
@@ -613,40 +542,17 @@ public struct VisitService: Sendable {
                 return .init(status: 200, body: Self.encode(try VisitStore.dto(db, outcome.row)), events: outcome.events)
             } catch let error as VisitTransitionError {
                 // A decided outcome, stored and replayed like a success.
-                let http = Self.conflict(error, row: row)
-                return .init(status: http.status, body: http.response.body)
+                let refusal = VisitError(error, row: row)
+                return .init(status: refusal.status, body: refusal.response.body)
             }
         }
-        bus.publish(events)
-        if action == .decline && !events.isEmpty { wakeScheduler() }
-        return response
+        bus.publish(outcome.events)
+        if action == .decline && !outcome.events.isEmpty { wakeScheduler() }
+        return outcome
     }
 
     static func encode<T: Encodable>(_ value: T) -> [UInt8] {
         (try? Array(JSONCoding.encoder().encode(value))) ?? Array("{}".utf8)
-    }
-
-    /// The 409 the loser of a race sees: who decided and when, in pt-BR.
-    static func conflict(_ error: VisitTransitionError, row: VisitRow) -> HTTPError {
-        let zone = row.zone
-        switch error {
-        case .alreadyResolved(let resolution):
-            return HTTPError(status: 409, code: .visitAlreadyResolved,
-                             message: ResolutionText.alreadyResolved(resolution, timeZone: zone),
-                             details: ["resolved_by": VisitEngine.person(resolution.by),
-                                       "resolved_at": .string(Timestamp.format(resolution.at)),
-                                       "action": .string(resolution.action.rawValue),
-                                       "via": .string(resolution.via.rawValue)])
-        case .alreadyAnswered(let by):
-            return HTTPError(status: 409, code: .visitAlreadyAnswered,
-                             message: ResolutionText.alreadyAnswered(by: by, at: row.answeredAt ?? row.updatedAt, timeZone: zone),
-                             details: ["answered_by": VisitEngine.person(by),
-                                       "answered_at": .string(Timestamp.format(row.answeredAt ?? row.updatedAt))])
-        case .illegal(let from, let event):
-            return HTTPError(status: 409, code: from.isTerminal ? .visitClosed : .visitNotRinging,
-                             message: "cannot \(event) a visit that is \(from.rawValue)",
-                             details: ["status": .string(from.rawValue)])
-        }
     }
 }
 

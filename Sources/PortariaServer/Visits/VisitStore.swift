@@ -58,35 +58,38 @@ enum VisitStore {
         LEFT JOIN visit_resolutions r ON r.visit_id = v.id
         """
 
-    static func row(_ row: SQLRow) -> VisitRow {
+    /// Required reads for the `NOT NULL` columns of visits, units and companies; the
+    /// resolution columns come from a LEFT JOIN and the answer columns are nullable.
+    static func row(_ row: SQLRow) throws -> VisitRow {
         var resolution: VisitResolution?
-        if let action = row.string("r_action").flatMap(ResolutionAction.init(rawValue:)) {
-            let by = row.string("r_user_id").map { PersonRef(id: $0, name: row.string("r_user_name") ?? "") } ?? .automatic
-            resolution = VisitResolution(action: action, by: by, at: row.date("r_at") ?? Date(),
-                                         via: row.string("r_via").flatMap(ResolutionChannel.init(rawValue:)) ?? .app)
+        if let action = try row.string("r_action").flatMap(ResolutionAction.init(rawValue:)) {
+            let by = try row.string("r_user_id").map { PersonRef(id: $0, name: try row.required.string("r_user_name")) } ?? .automatic
+            resolution = VisitResolution(action: action, by: by, at: try row.required.date("r_at"),
+                                         via: ResolutionChannel(rawValue: try row.required.string("r_via")) ?? .app)
         }
-        let distance = row.int("geofence_distance_m").map(Int.init)
-        let geofenceStatus = row.string("geofence_status").flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown
+        let required = row.required
+        let distance = try row.int("geofence_distance_m").map(Int.init)
+        let geofenceStatus = GeofenceStatus(rawValue: try required.string("geofence_status")) ?? .unknown
         // From the stored position while it is kept (retention deletes it; the distance stays).
         var bearing: Int?
-        if geofenceStatus != .unknown, let lat = row.double("location_lat"), let lon = row.double("location_lon"),
-           let gateLat = row.double("gate_lat"), let gateLon = row.double("gate_lon") {
+        if geofenceStatus != .unknown, let lat = try row.double("location_lat"), let lon = try row.double("location_lon"),
+           let gateLat = try row.double("gate_lat"), let gateLon = try row.double("gate_lon") {
             bearing = Geofence.bearing(from: GeoPoint(lat: gateLat, lon: gateLon), to: GeoPoint(lat: lat, lon: lon))
         }
         return VisitRow(
-            id: row.string("id") ?? "", companyID: row.string("company_id") ?? "",
-            timeZone: row.string("timezone") ?? "America/Sao_Paulo",
-            unitID: row.string("unit_id") ?? "", unitLabel: row.string("unit_label") ?? "",
-            kind: row.string("kind").flatMap(VisitKind.init(rawValue:)) ?? .visit,
-            visitorName: row.string("visitor_name") ?? "", carrier: row.string("carrier"),
-            status: row.string("status").flatMap(VisitStatus.init(rawValue:)) ?? .ringing,
+            id: try required.string("id"), companyID: try required.string("company_id"),
+            timeZone: try required.string("timezone"),
+            unitID: try required.string("unit_id"), unitLabel: try required.string("unit_label"),
+            kind: VisitKind(rawValue: try required.string("kind")) ?? .visit,
+            visitorName: try required.string("visitor_name"), carrier: try row.string("carrier"),
+            status: VisitStatus(rawValue: try required.string("status")) ?? .ringing,
             geofence: GeofenceResult(status: geofenceStatus, distanceM: distance, bearingDeg: bearing),
-            deliveryRule: row.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask,
-            ringMode: row.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential,
-            answeredBy: row.string("answered_by").map { PersonRef(id: $0, name: row.string("answered_by_name") ?? "") },
-            answeredAt: row.date("answered_at"), ringDeadline: row.date("ring_deadline"),
-            expiresAt: row.date("expires_at") ?? Date(), createdAt: row.date("created_at") ?? Date(),
-            updatedAt: row.date("updated_at") ?? Date(), resolution: resolution)
+            deliveryRule: DeliveryRule(rawValue: try required.string("delivery_rule")) ?? .ask,
+            ringMode: RingMode(rawValue: try required.string("ring_mode")) ?? .sequential,
+            answeredBy: try row.string("answered_by").map { PersonRef(id: $0, name: try row.string("answered_by_name") ?? "") },
+            answeredAt: try row.date("answered_at"), ringDeadline: try row.date("ring_deadline"),
+            expiresAt: try required.date("expires_at"), createdAt: try required.date("created_at"),
+            updatedAt: try required.date("updated_at"), resolution: resolution)
     }
 
     static func load(_ db: any SQLConnection, id: String) throws -> VisitRow? {
@@ -105,10 +108,10 @@ enum VisitStore {
             SELECT id, kind, user_id, user_name, device_id, channel, step, detail, created_at
             FROM visit_attempts WHERE visit_id = ? ORDER BY id
             """, .text(visitID)).map { row in
-            VisitAttempt(id: row.string("id") ?? "", kind: row.string("kind").flatMap(AttemptKind.init(rawValue:)) ?? .ring,
-                         user: row.string("user_id").map { PersonRef(id: $0, name: row.string("user_name") ?? "") },
-                         deviceID: row.string("device_id"), channel: row.string("channel"),
-                         step: row.int("step").map(Int.init), detail: row.string("detail"), at: row.date("created_at") ?? Date())
+            VisitAttempt(id: try row.required.string("id"), kind: try row.string("kind").flatMap(AttemptKind.init(rawValue:)) ?? .ring,
+                         user: try row.string("user_id").map { PersonRef(id: $0, name: try row.string("user_name") ?? "") },
+                         deviceID: try row.string("device_id"), channel: try row.string("channel"),
+                         step: try row.int("step").map(Int.init), detail: try row.string("detail"), at: try row.date("created_at") ?? Date())
         }
     }
 
@@ -117,10 +120,10 @@ enum VisitStore {
         for row in try db.query("""
             SELECT kind, content_type, byte_size, duration_ms, created_at FROM visit_media WHERE visit_id = ?
             """, .text(visitID)) {
-            let kind = row.string("kind") ?? ""
-            result[kind] = VisitMediaInfo(url: "/v1/visits/\(visitID)/\(kind)", contentType: row.string("content_type") ?? "",
-                                          byteSize: Int(row.int("byte_size") ?? 0), durationMs: row.int("duration_ms").map(Int.init),
-                                          createdAt: row.date("created_at") ?? Date())
+            let kind = try row.required.string("kind")
+            result[kind] = VisitMediaInfo(url: "/v1/visits/\(visitID)/\(kind)", contentType: try row.required.string("content_type"),
+                                          byteSize: Int(try row.int("byte_size") ?? 0), durationMs: try row.int("duration_ms").map(Int.init),
+                                          createdAt: try row.date("created_at") ?? Date())
         }
         return result
     }
@@ -158,7 +161,7 @@ enum VisitStore {
             JOIN membership_units mu ON mu.unit_id = o.unit_id AND mu.user_id = o.user_id
             JOIN users us ON us.id = o.user_id
             WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
-            """, .text(unitID)).map { PersonRef(id: $0.string("user_id") ?? "", name: $0.string("name") ?? "") }
+            """, .text(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
         return try viewers(db, of: ordered.isEmpty ? residents(db, unitID: unitID) : ordered, unitID: unitID)
     }
 
@@ -183,13 +186,13 @@ enum VisitStore {
         try db.query("""
             SELECT DISTINCT us.id, us.name FROM membership_units mu JOIN users us ON us.id = mu.user_id
             WHERE mu.unit_id = ? AND us.disabled = 0 ORDER BY us.name, us.id
-            """, .text(unitID)).map { PersonRef(id: $0.string("id") ?? "", name: $0.string("name") ?? "") }
+            """, .text(unitID)).map { PersonRef(id: try $0.required.string("id"), name: try $0.required.string("name")) }
     }
 
     /// Users rung so far for a visit (for ring cancellations).
     static func rungUsers(_ db: any SQLConnection, visitID: String) throws -> [String] {
         var seen = Set<String>()
         return try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'ring' ORDER BY id", .text(visitID))
-            .compactMap { $0.string("user_id") }.filter { seen.insert($0).inserted }
+            .compactMap { try $0.string("user_id") }.filter { seen.insert($0).inserted }
     }
 }

@@ -9,6 +9,8 @@ public final class VisitsModule: Sendable {
     public let bus: EventBus
     let settings: UnitSettingsService
     let authenticator: Authenticator
+    /// Visitor tokens → the visit they open, for the visitor routes (here, calls, realtime).
+    let visitors: VisitorAuthenticator
     let rateLimiter: RateLimiter
     let configuration: VisitsConfiguration
 
@@ -26,6 +28,7 @@ public final class VisitsModule: Sendable {
         self.bus = bus
         self.settings = UnitSettingsService(database: database)
         self.authenticator = authenticator
+        self.visitors = VisitorAuthenticator(database: database, clock: clock, visitLifetime: configuration.visitLifetime)
         self.rateLimiter = RateLimiter(database: database)
         self.configuration = configuration
     }
@@ -55,6 +58,7 @@ public final class VisitsModule: Sendable {
         let service = service
         let settings = settings
         let authenticator = authenticator
+        let visitors = visitors
         let gateLimit = configuration.gateLimit
 
         // MARK: Gate (public)
@@ -73,10 +77,13 @@ public final class VisitsModule: Sendable {
         }
 
         // MARK: Visitor (visitor token)
-        router.get("/v1/visitor/visit") { request in .json(try await service.visitorVisit(request)) }
-        router.post("/v1/visitor/visit/cancel") { request in .json(try await service.visitorCancel(request)) }
-        router.post("/v1/visitor/visit/photo") { request in .json(try await service.visitorUpload(request, kind: .photo)) }
-        router.post("/v1/visitor/visit/voice_message") { request in .json(try await service.visitorUpload(request, kind: .voiceMessage)) }
+        router.get("/v1/visitor/visit") { request in .json(try await service.visitorVisit(try await visitors.access(request))) }
+        router.post("/v1/visitor/visit/cancel") { request in .json(try await service.visitorCancel(try await visitors.access(request))) }
+        for kind in [MediaKind.photo, .voiceMessage] {
+            router.post("/v1/visitor/visit/\(kind.rawValue)") { request in
+                .json(try await service.visitorUpload(try await visitors.access(request), kind: kind, body: request.body))
+            }
+        }
 
         // MARK: Residents and operators
         router.get("/v1/visits") { request in
@@ -100,34 +107,34 @@ public final class VisitsModule: Sendable {
         }
         router.get("/v1/visits/{id}") { request in
             let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
-            return .json(try await service.visit(id: try request.parameter("id"), caller: caller))
+            return .json(try await service.visit(id: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), caller: caller))
         }
         for kind in [MediaKind.photo, .voiceMessage] {
             router.get("/v1/visits/{id}/\(kind.rawValue)") { request in
                 let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
-                let file = try await service.mediaFile(visitID: try request.parameter("id"), kind: kind, caller: caller)
+                let file = try await service.mediaFile(visitID: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), kind: kind, caller: caller)
                 return HTTPResponse(status: 200, headers: [("Content-Type", file.contentType), ("Cache-Control", "private, no-store"),
                                                            ("X-Content-Type-Options", "nosniff")], body: file.bytes)
             }
         }
         router.post("/v1/visits/{id}/resolve") { request in
             let caller = try await authenticator.caller(request, requiring: Permission.visitsResolve)
-            _ = try IdempotencyStore.key(from: request)
+            let key = try IdempotencyStore.validKey(request.header("idempotency-key"))
             let body = try request.decode(ResolveVisitRequest.self)
             try require(body.via != .auto, field: "via", "via auto is reserved for the server")
-            return try await service.perform(.resolve, visitID: try request.parameter("id"), caller: caller, request: request,
-                                             resolve: body, call: nil)
+            let visitID = try request.parameter("id", as: VisitID.self, notFound: "visit not found")
+            return Self.response(try await service.perform(.resolve, visitID: visitID, caller: caller, key: key, resolve: body, call: nil))
         }
         for action in [VisitService.CallAction.answer, .decline] {
             router.post("/v1/visits/{id}/\(action.rawValue)") { request in
                 let caller = try await authenticator.caller(request, requiring: Permission.visitsResolve)
-                _ = try IdempotencyStore.key(from: request)
+                let key = try IdempotencyStore.validKey(request.header("idempotency-key"))
                 let body = request.body.isEmpty ? CallActionRequest() : try request.decode(CallActionRequest.self)
                 if let device = body.deviceID {
                     try require(!device.isEmpty && device.utf8.count <= 128, field: "device_id", "device_id must be 1 to 128 characters")
                 }
-                return try await service.perform(action, visitID: try request.parameter("id"), caller: caller, request: request,
-                                                 resolve: nil, call: body)
+                let visitID = try request.parameter("id", as: VisitID.self, notFound: "visit not found")
+                return Self.response(try await service.perform(action, visitID: visitID, caller: caller, key: key, resolve: nil, call: body))
             }
         }
 
@@ -140,5 +147,12 @@ public final class VisitsModule: Sendable {
             let caller = try await authenticator.caller(request)
             return .json(try await settings.update(unitID: try request.parameter("id"), caller: caller, request: request))
         }
+    }
+
+    /// An action's answer as first given (or replayed, marked `Idempotent-Replayed`).
+    static func response(_ outcome: IdempotencyStore.Outcome) -> HTTPResponse {
+        var headers = [("Content-Type", "application/json")]
+        if outcome.replayed { headers.append(("Idempotent-Replayed", "true")) }
+        return HTTPResponse(status: outcome.status, headers: headers, body: outcome.body)
     }
 }

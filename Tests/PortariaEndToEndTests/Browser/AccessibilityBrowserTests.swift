@@ -76,4 +76,43 @@ struct AccessibilityBrowserTests {
             }
         }
     }
+    @Test("Resident app's SMS login, visit detail and settings: no serious or critical axe violation")
+    func newScreensHaveNoSeriousViolations() async throws {
+        let axe = try Self.axeSource()
+        try await TestServer.with(["--demo"]) { server in
+            let visit = try await ResidentAppBrowserTests().ring(server, name: "Visitante Acessível")
+            let base = "http://127.0.0.1:\(server.port)"
+            try await WebDriver.with { browser in
+                try await browser.cdp("Page.setBypassCSP", ["enabled": true])
+                var found: [String: [String]] = [:]
+
+                try await browser.navigate("\(base)/app/")
+                try await browser.click(css: "#login-mode")
+                try await browser.type(try await browser.find(css: "#phone"), ResidentAppScreensTests.mariaPhone)
+                try await browser.click(css: "#login")
+                try await browser.waitFor("the code field") { try await browser.visibleText("#code") != nil }
+                found["app-sms-code"] = try await violations(browser, axe: axe, page: "app-sms-code")
+                await browser.screenshot("app-sms-code")
+
+                try await ResidentAppDefectTests().loginAsMaria(browser, base: base, waitingFor: visit)
+                try await ResidentAppScreensTests.homeSettled(browser)
+                try await browser.click(css: "li.visit[data-id='\(visit)'] button.details")
+                try await browser.waitFor("the timeline", within: .seconds(30)) {
+                    try await browser.execute("return document.querySelectorAll('#detail-attempts li').length") as? Int ?? 0 > 0
+                }
+                found["app-detail"] = try await violations(browser, axe: axe, page: "app-detail")
+
+                try await browser.click(css: "#detail-back")
+                try await browser.click(css: "#open-settings")
+                try await browser.waitFor("the settings") {
+                    try await browser.execute("return !!document.querySelector('form.unit-settings') && document.querySelectorAll('#settings-notify').length === 1 && document.getElementById('settings-notify').textContent !== ''") as? Bool == true
+                }
+                found["app-settings"] = try await violations(browser, axe: axe, page: "app-settings")
+
+                for (page, list) in found.sorted(by: { $0.key < $1.key }) {
+                    #expect(list.isEmpty, "\(page): \(list.joined(separator: "\n"))")
+                }
+            }
+        }
+    }
 }

@@ -45,8 +45,8 @@ struct FCMTests {
             }
             worker.wake()
             let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID))
-            #expect(rows.values.allSatisfy { $0.string("status") == "sent" })
-            #expect(rows[jobs[0].pushID]?.string("provider_id")?.hasPrefix("projects/\(FCMFixture.project)/messages/") == true)
+            #expect(try rows.values.allSatisfy { try $0.string("status") == "sent" })
+            #expect(try rows[jobs[0].pushID]?.string("provider_id")?.hasPrefix("projects/\(FCMFixture.project)/messages/") == true)
             let records = fcm.server.records()
             let grants = records.filter { $0["path"]?.stringValue == "/token" }
             #expect(grants.count == 1)
@@ -80,7 +80,7 @@ struct FCMTests {
                                                              message: ringMessage(), deadline: Date().addingTimeInterval(60)))
             worker.wake()
             let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID))
-            #expect(rows[jobs[0].pushID]?.string("status") == "failed")
+            #expect(try rows[jobs[0].pushID]?.string("status") == "failed")
             let stored = try #require(try await DeviceStore(database: fixture.database).device(id: device.id))
             #expect(stored.pushTokenStatus == "unregistered")
             #expect(stored.lastError?.hasPrefix(code) == true)
@@ -98,8 +98,8 @@ struct FCMTests {
                                                              message: ringMessage(), deadline: Date().addingTimeInterval(60)))
             worker.wake()
             let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID))
-            #expect(rows[jobs[0].pushID]?.string("status") == "sent")
-            #expect(rows[jobs[0].pushID]?.int("attempts") == 2)
+            #expect(try rows[jobs[0].pushID]?.string("status") == "sent")
+            #expect(try rows[jobs[0].pushID]?.int("attempts") == 2)
             #expect(Date().timeIntervalSince(started) >= 1, "Retry-After: 1 honoured")
             #expect(sink.attempts.current.map(\.outcome) == ["retry", "accepted"])
         }
@@ -115,7 +115,7 @@ struct FCMTests {
             worker.wake()
             try await waitForAttempts(sink, 1)
             let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID), in: ["pending"])
-            let next = try #require(rows[jobs[0].pushID]?.date("next_attempt_at"))
+            let next = try #require(try rows[jobs[0].pushID]?.date("next_attempt_at"))
             #expect(next.timeIntervalSinceNow > 55)
             #expect(sink.attempts.current.first?.reason?.hasPrefix("QUOTA_EXCEEDED") == true)
         }
@@ -130,8 +130,8 @@ struct FCMTests {
                                                              message: PushMessage(text: "oi"), deadline: Date().addingTimeInterval(60)))
             worker.wake()
             let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID))
-            #expect(rows[jobs[0].pushID]?.string("status") == "sent")
-            #expect(rows[jobs[0].pushID]?.int("attempts") == 1)
+            #expect(try rows[jobs[0].pushID]?.string("status") == "sent")
+            #expect(try rows[jobs[0].pushID]?.int("attempts") == 1)
             #expect(await fcm.provider.accessTokensFetched() == 2)
         }
     }

@@ -222,10 +222,10 @@ func waitForJobs(_ database: any SQLDatabase, _ ids: [String], in statuses: Set<
     while true {
         let rows = try await database.read { db in try db.query("SELECT * FROM push_jobs", []) }
         var byID: [String: SQLRow] = [:]
-        for row in rows { if let id = row.string("id") { byID[id] = row } }
-        if ids.allSatisfy({ byID[$0].flatMap { $0.string("status") }.map(statuses.contains) ?? false }) { return byID }
+        for row in rows { if let id = try row.string("id") { byID[id] = row } }
+        if try ids.allSatisfy({ try byID[$0].flatMap { try $0.string("status") }.map(statuses.contains) ?? false }) { return byID }
         if Date() > deadline {
-            throw FixtureError("jobs not finished: " + ids.map { "\($0)=\(byID[$0]?.string("status") ?? "missing")" }.joined(separator: ", "))
+            throw FixtureError("jobs not finished: " + (try ids.map { "\($0)=\(try byID[$0]?.string("status") ?? "missing")" }).joined(separator: ", "))
         }
         try await Task.sleep(for: .milliseconds(20))
     }

@@ -58,7 +58,7 @@ struct IPhonePushTests {
     static func jobs(_ f: VisitsFixture, _ visitID: String) async throws -> [(kind: String, user: String, id: String)] {
         try await f.database.read { db in
             try db.query("SELECT id, kind, user_id FROM push_jobs WHERE visit_id = ? ORDER BY created_at, kind, user_id", .text(visitID))
-                .map { ($0.string("kind") ?? "", $0.string("user_id") ?? "", $0.string("id") ?? "") }
+                .map { (try $0.string("kind") ?? "", try $0.string("user_id") ?? "", try $0.string("id") ?? "") }
         }
     }
 
@@ -128,10 +128,10 @@ struct IPhonePushTests {
             let (visit, _) = try await f.ring(kind: .visit, name: "Pedro")
             let (delivery, _) = try await f.ring(kind: .delivery, name: "Rafael", carrier: "Loggi")
             let visitJobs = try await f.database.read { db in
-                try db.query("SELECT kind, token_kind FROM push_jobs WHERE visit_id = ?", .text(visit)).map { "\($0.string("kind")!)/\($0.string("token_kind")!)" }
+                try db.query("SELECT kind, token_kind FROM push_jobs WHERE visit_id = ?", .text(visit)).map { "\(try $0.string("kind")!)/\(try $0.string("token_kind")!)" }
             }
             let deliveryJobs = try await f.database.read { db in
-                try db.query("SELECT kind, token_kind FROM push_jobs WHERE visit_id = ?", .text(delivery)).map { "\($0.string("kind")!)/\($0.string("token_kind")!)" }
+                try db.query("SELECT kind, token_kind FROM push_jobs WHERE visit_id = ?", .text(delivery)).map { "\(try $0.string("kind")!)/\(try $0.string("token_kind")!)" }
             }
             #expect(visitJobs == ["visit_ring/voip", "visit_ring/voip"])
             #expect(deliveryJobs == ["delivery/push", "delivery/push"])
@@ -149,7 +149,7 @@ struct IPhonePushTests {
             #expect(Set(jobs.map(\.user)) == [f.users["maria"]!, f.users["joao"]!])
             worker.wake()
             let rows = try await waitForJobs(f.database, jobs.map(\.id))
-            #expect(rows.values.allSatisfy { $0.string("status") == "sent" })
+            #expect(try rows.values.allSatisfy { try $0.string("status") == "sent" })
 
             let maria = try #require(jobs.first { $0.user == f.users["maria"]! })
             let record = try Self.record(apns.server, pushID: maria.id)
@@ -215,7 +215,7 @@ struct IPhonePushTests {
             #expect(jobs.map(\.tokenKind) == [.push])
             worker.wake()
             let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID))
-            #expect(rows[jobs[0].pushID]?.string("status") == "sent")
+            #expect(try rows[jobs[0].pushID]?.string("status") == "sent")
             let record = try Self.record(apns.server, pushID: jobs[0].pushID)
             #expect(record["status"]?.intValue == 200)
             #expect(record["path"]?.stringValue == "/3/device/\(pushToken)")

@@ -53,9 +53,9 @@ struct OutboxTests {
             // The stale worker wakes up and tries to record: ignored.
             await crashed.deliver(claimed[0])
             let row = try await fixture.database.read { db in try db.queryOne("SELECT * FROM push_jobs WHERE id = ?", .text(jobs[0].pushID)) }
-            #expect(row?.string("status") == "sent")
+            #expect(try row?.string("status") == "sent")
             let attempts = try await fixture.database.read { db in try db.query("SELECT instance FROM push_attempts", []) }
-            #expect(attempts.compactMap { $0.string("instance") } == ["later"])
+            #expect(try attempts.compactMap { try $0.string("instance") } == ["later"])
         }
     }
 
@@ -86,14 +86,14 @@ struct OutboxTests {
             await b.stop()
             if backend == .postgres { await second.close() }
             #expect(all.count == 200)
-            #expect(rows.values.allSatisfy { $0.string("status") == "sent" })
+            #expect(try rows.values.allSatisfy { try $0.string("status") == "sent" })
             let counts = provider.sent.current
             #expect(counts.count == 200)
             #expect(counts.values.allSatisfy { $0 == 1 }, "no job sent twice")
             let instances = try await fixture.database.read { db in
                 try db.query("SELECT instance, COUNT(*) AS n FROM push_attempts GROUP BY instance", [])
             }
-            print("two instances (\(backend)): " + instances.map { "\($0.string("instance") ?? "?")=\($0.int("n") ?? 0)" }.joined(separator: " "))
+            print("two instances (\(backend)): " + (try instances.map { "\(try $0.string("instance") ?? "?")=\(try $0.int("n") ?? 0)" }).joined(separator: " "))
         }
     }
 

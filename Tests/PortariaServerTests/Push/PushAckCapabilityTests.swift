@@ -43,7 +43,7 @@ struct PushAckCapabilityTests {
 
             // Only the hash is stored: the raw token is nowhere in the row.
             let row = try #require(try await Self.job(fixture, jobs[0].pushID))
-            #expect(row.string("ack_token_hashes") == Crypto.tokenHash(token))
+            #expect(try row.string("ack_token_hashes") == Crypto.tokenHash(token))
             #expect(!row.values.contains { "\($0)".contains(token) })
 
             let first = await Self.ack(fixture, jobs[0].pushID, token: token)
@@ -95,9 +95,9 @@ struct PushAckCapabilityTests {
             #expect(try await later.acknowledge(pushID: mineID, ackToken: try #require(tokens[mineID]), address: "10.0.0.9") == .failure(.notFound))
 
             let row = try #require(try await Self.job(fixture, mineID))
-            #expect(row.date("acked_at") == nil)
+            #expect(try row.date("acked_at") == nil)
             let deviceRow = try await fixture.database.read { db in try db.queryOne("SELECT last_ack_at FROM devices WHERE id = ?", .text(device.id)) }
-            #expect(deviceRow?.date("last_ack_at") == nil)
+            #expect(try deviceRow?.date("last_ack_at") == nil)
 
             // Malformed tokens and bodies are bad input (400/413), and a request with no
             // credential at all is still 401.

@@ -85,7 +85,7 @@ struct RingPushTests {
         var kinds: [String] = []
         try await CrashRecoveryTests.until(timeout: 20) {
             kinds = try await database.read { db in
-                try db.query("SELECT kind FROM visit_attempts WHERE visit_id = ? ORDER BY id", .text(visitID)).compactMap { $0.string("kind") }
+                try db.query("SELECT kind FROM visit_attempts WHERE visit_id = ? ORDER BY id", .text(visitID)).compactMap { try $0.string("kind") }
             }
             return kinds.filter { $0 == "push_sent" }.count >= 2
         }

@@ -32,7 +32,7 @@ struct VisitPushesTests {
                 try db.query("""
                     SELECT d.installation_id FROM push_jobs j JOIN devices d ON d.id = j.device_id
                     WHERE j.kind = 'ring_cancelled' ORDER BY d.installation_id
-                    """, []).compactMap { $0.string("installation_id") }
+                    """, []).compactMap { try $0.string("installation_id") }
             }
             #expect(cancelled == ["joao-phone", "maria-ipad"])
         }

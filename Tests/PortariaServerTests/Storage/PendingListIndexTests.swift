@@ -11,7 +11,7 @@ import Testing
 struct PendingListIndexTests {
     static func plan(_ database: any SQLDatabase, _ sql: String, _ parameters: [SQLValue]) async throws -> String {
         try await database.read { db in
-            try db.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { $0.string("detail") }.joined(separator: " | ")
+            try db.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { try $0.string("detail") }.joined(separator: " | ")
         }
     }
 

@@ -23,6 +23,7 @@ enum StorageContract {
         ContractCheck("a failing migration leaves nothing behind", failingMigrationRollsBack),
         ContractCheck("every SQLValue kind round-trips", valuesRoundTrip),
         ContractCheck("bools and dates round-trip through the row accessors", boolsAndDates),
+        ContractCheck("a column the statement did not return throws; required reads throw on NULL", strictRows),
         ContractCheck("bound parameters are never SQL", parametersAreNeverSQL),
         ContractCheck("? inside string literals is not a placeholder", questionMarkInLiterals),
         ContractCheck("a wrong parameter count throws", wrongParameterCount),
@@ -45,8 +46,8 @@ enum StorageContract {
         #expect(try await migrator.migrate(database) == [])
         #expect(try await migrator.appliedVersions(database) == expected)
         let rows = try await database.read { try $0.query("SELECT version, name FROM schema_migrations ORDER BY version", []) }
-        #expect(rows.compactMap { $0.int("version") }.map(Int.init) == expected)
-        #expect(rows.map { $0.string("name") } == Schema.migrations.sorted { $0.version < $1.version }.map(\.name))
+        #expect(try rows.compactMap { try $0.int("version") }.map(Int.init) == expected)
+        #expect(try rows.map { try $0.string("name") } == Schema.migrations.sorted { $0.version < $1.version }.map(\.name))
         // The schema is really there.
         _ = try await database.write { try $0.execute("INSERT INTO service_state (key, value, updated_at) VALUES (?, ?, ?)", "k", "v", .date(Date())) }
         #expect(try await database.read { try $0.queryOne("SELECT value FROM service_state WHERE key = ?", "k")?.string("value") } == "v")
@@ -63,7 +64,7 @@ enum StorageContract {
         #expect(try await Migrator(migrations: [first, second]).migrate(fixture.database) == [])
         #expect(try await Migrator(migrations: [first, second]).appliedVersions(fixture.database) == [1, 2])
         let notes = try await fixture.database.read { try $0.query("SELECT note FROM t_two", []) }
-        #expect(notes.map { $0.string("note") } == ["seeded"], "a migration's statements ran more than once")
+        #expect(try notes.map { try $0.string("note") } == ["seeded"], "a migration's statements ran more than once")
     }
 
     static func concurrentMigrators(_ fixture: StorageFixture) async throws {
@@ -129,9 +130,9 @@ enum StorageContract {
         try #require(read.count == rows.count)
         for (row, expected) in zip(read, rows) {
             #expect(row.columns == ["id", "i", "r", "t"])
-            #expect(row["i"] == expected[1], "integer row \(expected[0])")
-            #expect(row["r"] == expected[2], "real row \(expected[0])")
-            #expect(row["t"] == expected[3], "text row \(expected[0])")
+            #expect(try row.value("i") == expected[1], "integer row \(expected[0])")
+            #expect(try row.value("r") == expected[2], "real row \(expected[0])")
+            #expect(try row.value("t") == expected[3], "text row \(expected[0])")
         }
         // A bound value compares equal to the stored one (no transcoding on the way in).
         for text in texts {
@@ -139,7 +140,7 @@ enum StorageContract {
             #expect(found != nil, "lookup by \(text.prefix(30).debugDescription)")
         }
         let extreme = try await database.read { try $0.queryOne("SELECT id FROM round_trip WHERE i = ?", .integer(.min)) }
-        #expect(extreme?.int("id") == 7)
+        #expect(try extreme?.int("id") == 7)
     }
 
     static func boolsAndDates(_ fixture: StorageFixture) async throws {
@@ -153,13 +154,13 @@ enum StorageContract {
             try $0.execute("INSERT INTO flags (id, on_off, at) VALUES (?, ?, ?)", 3, .bool(false), .null)
         }
         let rows = try await database.read { try $0.query("SELECT id, on_off, at FROM flags ORDER BY id", []) }
-        #expect(rows.map { $0.bool("on_off") } == [true, false, false])
+        #expect(try rows.map { try $0.bool("on_off") } == [true, false, false])
         // Stored as exact integer milliseconds; read back to within float precision.
-        #expect(rows.map { $0.int("at") } == [-1_234_567_890_123, 4_102_444_800_999, nil])
-        #expect(abs(try #require(rows[0].date("at")).timeIntervalSince(past)) < 1e-6)
-        #expect(abs(try #require(rows[1].date("at")).timeIntervalSince(future)) < 1e-6)
-        #expect(rows[2].date("at") == nil)
-        #expect(rows[2]["at"] == .null)
+        #expect(try rows.map { try $0.int("at") } == [-1_234_567_890_123, 4_102_444_800_999, nil])
+        #expect(abs(try #require(try rows[0].date("at")).timeIntervalSince(past)) < 1e-6)
+        #expect(abs(try #require(try rows[1].date("at")).timeIntervalSince(future)) < 1e-6)
+        #expect(try rows[2].date("at") == nil)
+        #expect(try rows[2].value("at") == .null)
     }
 
     static func parametersAreNeverSQL(_ fixture: StorageFixture) async throws {
@@ -180,28 +181,43 @@ enum StorageContract {
             }
         }
         let stored = try await database.read { try $0.query("SELECT name FROM victims ORDER BY id", []) }
-        #expect(stored.map { $0.string("name") } == hostile)
+        #expect(try stored.map { try $0.string("name") } == hostile)
         let injected = try await database.read { try $0.query("SELECT id FROM victims WHERE name = ?", "' OR '1'='1") }
         #expect(injected.count == 1, "the comparison must be against the literal text")
         let none = try await database.read { try $0.query("SELECT id FROM victims WHERE name = ?", "x' OR 'a'='a") }
         #expect(none.isEmpty)
     }
 
+    static func strictRows(_ fixture: StorageFixture) async throws {
+        let row = try #require(try await fixture.database.read {
+            try $0.queryOne("SELECT ? AS present, ? AS absent, ? AS flag", .text("x"), .null, .integer(1))
+        })
+        #expect(try row.string("present") == "x")
+        #expect(try row.required.string("present") == "x")
+        #expect(try row.required.bool("flag"))
+        // NULL: nil from the optional accessor, an error from the required one.
+        #expect(try row.string("absent") == nil)
+        #expect(throws: RowDecodingError.unexpectedNull("absent")) { try row.required.string("absent") }
+        // A name the statement did not return is a typo, never a NULL.
+        #expect(throws: RowDecodingError.unknownColumn("presnet", columns: ["present", "absent", "flag"])) { try row.string("presnet") }
+        #expect(throws: RowDecodingError.self) { try row.required.date("created_at") }
+    }
+
     static func questionMarkInLiterals(_ fixture: StorageFixture) async throws {
         let row = try await fixture.database.read {
             try $0.queryOne("SELECT 'why?' AS a, 'it''s ?' AS b, ? AS c, '??' AS \"d?\"", .text("bound"))
         }
-        #expect(row?.string("a") == "why?")
-        #expect(row?.string("b") == "it's ?")
-        #expect(row?.string("c") == "bound")
-        #expect(row?.string("d?") == "??")
+        #expect(try row?.string("a") == "why?")
+        #expect(try row?.string("b") == "it's ?")
+        #expect(try row?.string("c") == "bound")
+        #expect(try row?.string("d?") == "??")
         _ = try await fixture.database.write {
             try $0.execute("CREATE TABLE qm (id INTEGER PRIMARY KEY, note TEXT)", [])
             try $0.execute("INSERT INTO qm (id, note) VALUES (?, 'literal ?') ", 1)
             try $0.execute("INSERT INTO qm (id, note) VALUES (?, ?)", 2, "bound ?")
         }
         let notes = try await fixture.database.read { try $0.query("SELECT note FROM qm WHERE note <> '?' ORDER BY id", []) }
-        #expect(notes.map { $0.string("note") } == ["literal ?", "bound ?"])
+        #expect(try notes.map { try $0.string("note") } == ["literal ?", "bound ?"])
     }
 
     static func wrongParameterCount(_ fixture: StorageFixture) async throws {
@@ -270,7 +286,7 @@ enum StorageContract {
             }
         }
         let rows = try await database.read { try $0.query("SELECT id, amount FROM ledger ORDER BY id", []) }
-        #expect(rows.map { [$0.int("id"), $0.int("amount")] } == [[1, 100]])
+        #expect(try rows.map { [try $0.int("id"), try $0.int("amount")] } == [[1, 100]])
         // The rolled-back CREATE TABLE is gone too (both backends have transactional DDL),
         // and the connection is usable again.
         _ = try await database.write { try $0.execute("CREATE TABLE scratch (id INTEGER)", []) }
@@ -348,7 +364,7 @@ enum StorageContract {
         try await writer.value
         #expect(during.isEmpty, "a read saw rows of an uncommitted transaction")
         let after = try await database.read { try $0.query("SELECT id FROM inbox ORDER BY id", []) }
-        #expect(after.compactMap { $0.int("id") } == [1, 2])
+        #expect(try after.compactMap { try $0.int("id") } == [1, 2])
 
         // A rolled-back transaction is never seen.
         await #expect(throws: Abort.self) {

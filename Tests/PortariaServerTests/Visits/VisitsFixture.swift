@@ -38,13 +38,13 @@ struct VisitsFixture: Sendable {
             }
             let db = auth.storage.database
             let companies = try await db.read { db in
-                Dictionary(uniqueKeysWithValues: try db.query("SELECT id, name FROM companies", []).map { ($0.string("name")!, $0.string("id")!) })
+                Dictionary(uniqueKeysWithValues: try db.query("SELECT id, name FROM companies", []).map { (try $0.string("name")!, try $0.string("id")!) })
             }
             let units = try await db.read { db in
-                Dictionary(uniqueKeysWithValues: try db.query("SELECT id, label FROM units", []).map { ($0.string("label")!, $0.string("id")!) })
+                Dictionary(uniqueKeysWithValues: try db.query("SELECT id, label FROM units", []).map { (try $0.string("label")!, try $0.string("id")!) })
             }
             let users = try await db.read { db in
-                Dictionary(uniqueKeysWithValues: try db.query("SELECT id, username FROM users", []).map { ($0.string("username")!, $0.string("id")!) })
+                Dictionary(uniqueKeysWithValues: try db.query("SELECT id, username FROM users", []).map { (try $0.string("username")!, try $0.string("id")!) })
             }
             let fixture = VisitsFixture(storage: auth.storage, module: module, server: server, clock: clock,
                                         recorder: EventRecorder(bus: module.bus), dataDirectory: directory,

@@ -126,6 +126,23 @@ public final class APNsProvider: PushProvider {
         return visitID
     }
 
+    /// The fields of a ring, the same in the VoIP push and the alert ring (one `RingPush`
+    /// for the app to decode): everything the call screen shows travels in the payload.
+    private static func ringFields(_ common: [String: JSONValue], _ push: OutgoingPush) -> [String: JSONValue] {
+        let m = push.message
+        var body = common
+        body["type"] = "visit.ring"
+        body["caller_name"] = .string(String((m.callerName ?? "Visitante").prefix(200)))
+        body["unit_label"] = .string(m.unitLabel ?? "")
+        body["kind"] = .string(m.visitKind ?? "visit")
+        body["expires_at"] = .string(Timestamp.format(push.deadline))
+        var geofence: [String: JSONValue] = ["status": .string(m.geofence?.status ?? "unknown")]
+        if let distance = m.geofence?.distanceM { geofence["distance_m"] = .number(distance.rounded()) }
+        body["geofence"] = .object(geofence)
+        if let carrier = m.carrier { body["carrier"] = .string(carrier) }
+        return body
+    }
+
     public func render(_ push: OutgoingPush) -> Rendered {
         let m = push.message
         let expiration = Int64(push.deadline.timeIntervalSince1970.rounded(.down))
@@ -140,17 +157,8 @@ public final class APNsProvider: PushProvider {
             // alert with sound breaks through Focus and the lock screen, which is the
             // nearest an alert gets to ringing. The VISIT category offers Atender / Negar;
             // the fields are the VoIP push's, so the app decodes it the same way.
-            var body = common
-            body["type"] = "visit.ring"
+            var body = Self.ringFields(common, push)
             let caller = String((m.callerName ?? "Visitante").prefix(200))
-            body["caller_name"] = .string(caller)
-            body["unit_label"] = .string(m.unitLabel ?? "")
-            body["kind"] = .string(m.visitKind ?? "visit")
-            body["expires_at"] = .string(Timestamp.format(push.deadline))
-            var geofence: [String: JSONValue] = ["status": .string(m.geofence?.status ?? "unknown")]
-            if let distance = m.geofence?.distanceM { geofence["distance_m"] = .number(distance.rounded()) }
-            body["geofence"] = .object(geofence)
-            if let carrier = m.carrier { body["carrier"] = .string(carrier) }
             let badge = GeofenceResult(status: (m.geofence?.status).flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown,
                                        distanceM: (m.geofence?.distanceM).flatMap { $0.isFinite && abs($0) < 1e9 ? Int($0.rounded()) : nil }).badge
             body["aps"] = .object([
@@ -169,16 +177,7 @@ public final class APNsProvider: PushProvider {
         case .visitRing:
             // PushKit: the app must report the call to CallKit before any network call,
             // so everything the call screen shows travels in the payload.
-            var body = common
-            body["type"] = "visit.ring"
-            body["caller_name"] = .string(String((m.callerName ?? "Visitante").prefix(200)))
-            body["unit_label"] = .string(m.unitLabel ?? "")
-            body["kind"] = .string(m.visitKind ?? "visit")
-            body["expires_at"] = .string(Timestamp.format(push.deadline))
-            var geofence: [String: JSONValue] = ["status": .string(m.geofence?.status ?? "unknown")]
-            if let distance = m.geofence?.distanceM { geofence["distance_m"] = .number(distance.rounded()) }
-            body["geofence"] = .object(geofence)
-            if let carrier = m.carrier { body["carrier"] = .string(carrier) }
+            let body = Self.ringFields(common, push)
             return Rendered(pushType: "voip", topic: configuration.bundleID + ".voip", priority: 10, expiration: expiration,
                             payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.voipPayloadLimit)
         case .ringCancelled:

@@ -56,23 +56,24 @@ public enum PushOutbox {
             """, request.userIDs.map(SQLValue.text))
         var jobs: [EnqueuedPush] = []
         for device in devices {
-            guard let deviceID = device.string("id"), let userID = device.string("user_id"),
-                  let platform = device.string("platform") else { continue }
-            if let installation = device.string("installation_id"), request.excludedInstallations.contains(installation) { continue }
+            guard let deviceID = try device.string("id"), let userID = try device.string("user_id"),
+                  let platform = try device.string("platform") else { continue }
+            if let installation = try device.string("installation_id"), request.excludedInstallations.contains(installation) { continue }
             let tokenKind: OutgoingPush.TokenKind
             let token: String?
+            let hasActiveVoIPToken = try device.string("voip_token_status") == "active" && device.string("voip_token") != nil
             switch (platform, request.kind) {
-            case ("ios", .visitRing) where device.string("voip_token_status") == "active" && device.string("voip_token") != nil:
+            case ("ios", .visitRing) where hasActiveVoIPToken:
                 tokenKind = .voip
-                token = device.string("voip_token")
+                token = try device.string("voip_token")
             case ("ios", _), ("android", _):
                 tokenKind = .push
-                token = device.string("push_token_status") == "active" ? device.string("push_token") : nil
+                token = try device.string("push_token_status") == "active" ? device.string("push_token") : nil
             case ("web", _):
                 // Only a browser push subscription can be sent to; web rows from before
                 // Web Push hold an opaque token and get nothing.
                 tokenKind = .push
-                token = device.string("push_token_status") == "active"
+                token = try device.string("push_token_status") == "active"
                     ? device.string("push_token").flatMap { WebPushSubscriptionRules.fromStoredToken($0) != nil ? $0 : nil } : nil
             default:
                 continue

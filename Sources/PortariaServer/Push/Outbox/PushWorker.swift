@@ -175,7 +175,7 @@ public final class PushWorker: Sendable {
             }
             sql += " ORDER BY next_attempt_at LIMIT ?\(db.dialect.skipLocked)"
             parameters.append(.integer(Int64(limit)))
-            let due = try db.query(sql, parameters).compactMap { $0.string("id") }
+            let due = try db.query(sql, parameters).compactMap { try $0.string("id") }
             guard !due.isEmpty else { return [] }
             let list = Array(repeating: "?", count: due.count).joined(separator: ", ")
             try db.execute("""
@@ -189,25 +189,25 @@ public final class PushWorker: Sendable {
             // all of them valid for this push (decision 0016).
             var ackTokens: [String: String] = [:]
             for row in rows {
-                guard let id = row.string("id") else { continue }
+                guard let id = try row.string("id") else { continue }
                 let token = Crypto.opaqueToken()
-                let hashes = PushReceipts.appendingAckHash(Crypto.tokenHash(token), to: row.string("ack_token_hashes"))
+                let hashes = PushReceipts.appendingAckHash(Crypto.tokenHash(token), to: try row.string("ack_token_hashes"))
                 try db.execute("UPDATE push_jobs SET ack_token_hashes = ? WHERE id = ?", .text(hashes), .text(id))
                 ackTokens[id] = token
             }
-            return rows.compactMap { row -> ClaimedJob? in
-                guard let id = row.string("id"), let kind = row.string("kind").flatMap(PushKind.init(rawValue:)),
-                      let platform = row.string("platform"), let token = row.string("token"),
-                      let tokenKind = row.string("token_kind").flatMap(OutgoingPush.TokenKind.init(rawValue:)),
-                      let messageText = row.string("message"),
+            return try rows.compactMap { row -> ClaimedJob? in
+                guard let id = try row.string("id"), let kind = try row.string("kind").flatMap(PushKind.init(rawValue:)),
+                      let platform = try row.string("platform"), let token = try row.string("token"),
+                      let tokenKind = try row.string("token_kind").flatMap(OutgoingPush.TokenKind.init(rawValue:)),
+                      let messageText = try row.string("message"),
                       let message = try? JSONCoding.decoder().decode(PushMessage.self, from: Data(messageText.utf8)),
-                      let deadline = row.date("deadline_at"), let deviceID = row.string("device_id"),
-                      let userID = row.string("user_id") else { return nil }
-                let attempt = Int(row.int("attempts") ?? 1)
+                      let deadline = try row.date("deadline_at"), let deviceID = try row.string("device_id"),
+                      let userID = try row.string("user_id") else { return nil }
+                let attempt = Int(try row.int("attempts") ?? 1)
                 return ClaimedJob(push: OutgoingPush(pushID: id, kind: kind, platform: platform, tokenKind: tokenKind,
                                                      token: token, message: message, deadline: deadline, attempt: attempt,
                                                      ackToken: ackTokens[id]),
-                                  deviceID: deviceID, userID: userID, visitID: row.string("visit_id"), attempt: attempt)
+                                  deviceID: deviceID, userID: userID, visitID: try row.string("visit_id"), attempt: attempt)
             }
         }
     }
@@ -256,7 +256,7 @@ public final class PushWorker: Sendable {
                 // Only the lease holder records: a job whose lease ran out belongs to whoever reclaimed it.
                 let mine = try db.queryOne("SELECT status FROM push_jobs WHERE id = ? AND lease_owner = ? AND attempts = ?\(db.dialect.forUpdate)",
                                            .text(job.push.pushID), .text(owner), .integer(Int64(job.attempt)))
-                guard mine?.string("status") == "sending" else { return }
+                guard try mine?.string("status") == "sending" else { return }
                 var outcome = expired ? "expired" : result.outcome.rawValue
                 var nextAttempt: Date?
                 let error = result.reason.map { reason in [reason, result.detail].compactMap { $0 }.joined(separator: ": ") }

@@ -49,15 +49,7 @@ public final class PostgresDatabase: SQLDatabase {
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await pool.withConnection { connection in
             connection.resetIfBroken()
-            try connection.simple("BEGIN")
-            do {
-                let value = try body(connection)
-                try connection.simple("COMMIT")
-                return value
-            } catch {
-                try? connection.simple("ROLLBACK")
-                throw error
-            }
+            return try inTransaction(begin: "BEGIN", execute: connection.simple) { try body(connection) }
         }
     }
 

@@ -45,15 +45,7 @@ public final class SQLiteDatabase: SQLDatabase {
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await writer.withConnection { connection in
-            try connection.run("BEGIN IMMEDIATE")
-            do {
-                let value = try body(connection)
-                try connection.run("COMMIT")
-                return value
-            } catch {
-                try? connection.run("ROLLBACK")
-                throw error
-            }
+            try inTransaction(begin: "BEGIN IMMEDIATE", execute: connection.run) { try body(connection) }
         }
     }
 
