@@ -30,14 +30,14 @@ struct TimestampTests {
         #expect(date.timeIntervalSince1970 == Double(seconds))
     }
 
-    @Test("format agrees with Foundation's Gregorian calendar on 20,000 instants from 1583 to 9999")
+    @Test("format agrees with Foundation's Gregorian calendar on 5,000 instants from 1583 to 9999")
     func formatAgreesWithCalendar() {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         // 1583: Foundation's Gregorian calendar switches to Julian before October 1582.
         let low: Int64 = -12_212_553_600, high: Int64 = 253_402_300_799
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<20_000 {
+        for _ in 0..<5_000 {
             let seconds = Int64.random(in: low...high, using: &generator)
             let date = Date(timeIntervalSince1970: Double(seconds))
             let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)

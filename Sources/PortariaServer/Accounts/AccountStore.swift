@@ -79,10 +79,12 @@ public struct AccountStore: Sendable {
 
     /// Ids of the companies the user belongs to.
     public func companyIDs(userID: String) async throws -> [String] {
-        try await database.read { db in
-            try db.query("SELECT company_id FROM memberships WHERE user_id = ? ORDER BY company_id", .text(userID))
-                .compactMap { try $0.string("company_id") }
-        }
+        try await database.read { db in try Self.companyIDs(db, userID: userID) }
+    }
+
+    static func companyIDs(_ db: any SQLConnection, userID: String) throws -> [String] {
+        try db.query("SELECT company_id FROM memberships WHERE user_id = ? ORDER BY company_id", .text(userID))
+            .compactMap { try $0.string("company_id") }
     }
 
     static func memberships(_ db: any SQLConnection, userID: String, companyID: String?) throws -> [CompanyMembership] {

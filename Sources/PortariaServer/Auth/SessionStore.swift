@@ -12,11 +12,14 @@ struct SessionStore: Sendable {
 
     /// The user of session `sessionID` if the session belongs to `userID` and is live.
     func liveUser(sessionID: String, userID: String, at now: Date) async throws -> UserRecord? {
-        try await database.read { db in
-            try db.queryOne("""
-                SELECT \(AccountStore.userColumns(of: "u")) FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ? AND \(Self.live)
-                """, .text(sessionID), .text(userID), .date(now)).map(UserRecord.init)
-        }
+        try await database.read { db in try Self.liveUser(db, sessionID: sessionID, userID: userID, at: now) }
+    }
+
+    /// The same inside a read the caller already holds (`Authenticator.caller`).
+    static func liveUser(_ db: any SQLConnection, sessionID: String, userID: String, at now: Date) throws -> UserRecord? {
+        try db.queryOne("""
+            SELECT \(AccountStore.userColumns(of: "u")) FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ? AND \(Self.live)
+            """, .text(sessionID), .text(userID), .date(now)).map(UserRecord.init)
     }
 
     func isLive(sessionID: String, at now: Date) async throws -> Bool {
