@@ -143,6 +143,27 @@ public final class APNsProvider: PushProvider {
         return body
     }
 
+    /// An alert someone must act on (the alert ring, a delivery): time-sensitive with sound,
+    /// so it breaks through Focus; the category's buttons; `mutable-content`, without which
+    /// no Notification Service Extension runs — no photo and no receipt, so push health
+    /// would call every iPhone failing; the visit as collapse id, so a later alert about the
+    /// same visit replaces this one.
+    private func actionableAlert(_ fields: [String: JSONValue], title: String, text: String, category: String,
+                                 visitID: String?, expiration: Int64) -> Rendered {
+        var body = fields
+        body["aps"] = .object([
+            "alert": .object(["title": .string(title), "body": .string(text)]),
+            "category": .string(category),
+            "interruption-level": "time-sensitive",
+            "sound": "default",
+            "mutable-content": .number(1),
+        ])
+        var rendered = Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
+                                payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
+        rendered.collapseID = Self.collapseID(visitID)
+        return rendered
+    }
+
     public func render(_ push: OutgoingPush) -> Rendered {
         let m = push.message
         let expiration = Int64(push.deadline.timeIntervalSince1970.rounded(.down))
@@ -157,23 +178,13 @@ public final class APNsProvider: PushProvider {
             // alert with sound breaks through Focus and the lock screen, which is the
             // nearest an alert gets to ringing. The VISIT category offers Atender / Negar;
             // the fields are the VoIP push's, so the app decodes it the same way.
-            var body = Self.ringFields(common, push)
+            let body = Self.ringFields(common, push)
             let caller = String((m.callerName ?? "Visitante").prefix(200))
             let badge = GeofenceResult(status: (m.geofence?.status).flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown,
                                        distanceM: (m.geofence?.distanceM).flatMap { $0.isFinite && abs($0) < 1e9 ? Int($0.rounded()) : nil }).badge
-            body["aps"] = .object([
-                "alert": .object(["title": .string("\(caller) está na portaria"),
-                                  "body": .string("Visita para \(m.unitLabel ?? "sua unidade") · \(badge)")]),
-                "category": .string(NotificationCategoryID.visit),
-                "interruption-level": "time-sensitive",
-                "sound": "default",
-                // The Notification Service Extension acknowledges receipt (push health).
-                "mutable-content": .number(1),
-            ])
-            var rendered = Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
-                                    payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
-            rendered.collapseID = Self.collapseID(m.visitID)
-            return rendered
+            return actionableAlert(body, title: "\(caller) está na portaria",
+                                   text: "Visita para \(m.unitLabel ?? "sua unidade") · \(badge)",
+                                   category: NotificationCategoryID.visit, visitID: m.visitID, expiration: expiration)
         case .visitRing:
             // PushKit: the app must report the call to CallKit before any network call,
             // so everything the call screen shows travels in the payload.
@@ -197,22 +208,10 @@ public final class APNsProvider: PushProvider {
             body["caller_name"] = .string(String((m.callerName ?? "").prefix(200)))
             if let carrier = m.carrier { body["carrier"] = .string(carrier) }
             // The category names the three actions the app registered (authorize,
-            // leave_at_concierge, deny); time-sensitive breaks through Focus. Without
-            // mutable-content no Notification Service Extension runs: no photo, and no
-            // receipt, so push health would call every iPhone failing.
-            body["aps"] = .object([
-                "alert": .object(["title": .string(Self.deliveryTitle(m)),
-                                  "body": .string(Self.deliveryBody(m))]),
-                "category": .string(NotificationCategoryID.delivery),
-                "interruption-level": "time-sensitive",
-                "sound": "default",
-                "mutable-content": .number(1),
-            ])
-            var rendered = Rendered(pushType: "alert", topic: configuration.bundleID, priority: 10, expiration: expiration,
-                                    payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
-            // A later "Maria autorizou às 14:32" (same collapse id) replaces this alert.
-            rendered.collapseID = Self.collapseID(m.visitID)
-            return rendered
+            // leave_at_concierge, deny). A later "Maria autorizou às 14:32" (same collapse
+            // id) replaces this alert.
+            return actionableAlert(body, title: Self.deliveryTitle(m), text: Self.deliveryBody(m),
+                                   category: NotificationCategoryID.delivery, visitID: m.visitID, expiration: expiration)
         case .deliveryResolved, .automaticResolution:
             // Replaces the delivery alert (same collapse id) with one that has no actions,
             // so nobody taps a decided delivery. Someone else's decision is passive (no
