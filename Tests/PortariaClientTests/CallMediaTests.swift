@@ -356,6 +356,29 @@ struct CallMediaControllerTests {
         #expect(signaling.types == ["call.hangup"])
     }
 
+    @Test("a second call while the first is still answering: the first is hung up and its connection closed before the next opens")
+    func secondCallClosesFirst() async throws {
+        let (controller, engine, signaling, _) = Self.controller()
+        let gate = Gate()
+        engine.state.withLock { $0.answerGate = gate }
+        await controller.start(visitID: Self.v)
+        let offer = Task { await controller.receive(Media.offer()) }
+        #expect(await eventually { engine.log.contains("answer:offer-1") })
+        // The first call's answer is still in flight when the second call starts.
+        let second = Task { await controller.start(visitID: "visit-2") }
+        #expect(await eventually { await controller.session?.visitID == "visit-2" })
+        await gate.open()
+        await offer.value
+        await second.value
+        #expect(await eventually { engine.log.filter { $0 == "peer" }.count == 2 }, "\(engine.log)")
+        let log = engine.log
+        let close = try #require(log.firstIndex(of: "close"), "the first call's connection was never closed: \(log)")
+        let reopened = try #require(log.lastIndex(of: "peer"))
+        #expect(close < reopened, "\(log)")
+        #expect(signaling.sent.map { "\($0.type) \($0.data?["visit_id"]?.stringValue ?? "")" } == ["call.hangup \(Self.v)"],
+                "the first call's late answer must not be sent after its hangup: \(signaling.sent)")
+    }
+
     @Test("the visitor hangs up: the media closes, nothing is sent back, the coordinator learns the call ended")
     func visitorHangsUp() async throws {
         let (controller, engine, signaling, statuses) = Self.controller()

@@ -41,6 +41,9 @@ public actor CallMediaController {
     /// The last status reported (for the screen and for tests).
     public private(set) var status: CallMediaStatus?
     private var peer: (any PeerConnection)?
+    /// The call `peer` belongs to: a hangup queued by an earlier call closes its own
+    /// connection even when the next call has started.
+    private var peerOwner = 0
     /// Incremented for every call: a late result from an earlier call is dropped.
     private var generation = 0
     private var effects: [(generation: Int, effect: CallMediaEffect)] = []
@@ -217,7 +220,9 @@ public actor CallMediaController {
                     continuation.finish()
                     return
                 }
+                if let stale = peer { await stale.close() }   // never two at once
                 peer = made
+                peerOwner = owner
                 peerEvents?.cancel()
                 peerEvents = Task { [weak self] in
                     for await event in stream { await self?.handle(.local(event), generation: owner) }
@@ -228,7 +233,7 @@ public actor CallMediaController {
                 await handle(.peerFailed, generation: owner)
             }
         case .answerOffer(let sdp):
-            guard owner == generation, let peer else { return }
+            guard owner == generation, peerOwner == owner, let peer else { return }
             do {
                 let answer = try await peer.answer(offer: sdp)
                 await handle(.answerCreated(sdp: answer), generation: owner)
@@ -236,14 +241,14 @@ public actor CallMediaController {
                 await handle(.answerFailed, generation: owner)
             }
         case .addRemoteCandidate(let candidate):
-            guard owner == generation else { return }
+            guard owner == generation, peerOwner == owner else { return }
             await peer?.addRemoteCandidate(candidate)
         case .send(let frame):
             // Frames wait behind the ones still waiting, so order holds across a reconnect.
             if outbox.isEmpty, await signaling.send(frame) { return }
             outbox.append(frame)
         case .setMuted(let muted):
-            guard owner == generation else { return }
+            guard owner == generation, peerOwner == owner else { return }
             await peer?.setMuted(muted)
         case .startConnectTimeout:
             timeout?.cancel()
@@ -257,7 +262,7 @@ public actor CallMediaController {
             timeout?.cancel()
             timeout = nil
         case .closePeer:
-            guard owner == generation else { return }
+            guard peerOwner == owner, peer != nil else { return }
             let closing = peer
             peer = nil
             peerEvents?.cancel()
