@@ -85,6 +85,36 @@ struct CallMediaEndToEndTests {
         try #require(response.status == 200, "answer: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
     }
 
+    /// The coordinator as `CallService` runs it: each event's effects performed — here only
+    /// the answer (`POST /answer` with the device id, as `CallService.post` does) — and
+    /// handed to the media with the calls afterwards.
+    final class Calls: @unchecked Sendable {
+        var coordinator: IncomingCallCoordinator
+        let phone: Phone
+        init(_ phone: Phone, userID: String, deviceID: String) {
+            self.phone = phone
+            coordinator = IncomingCallCoordinator(myUserID: userID, deviceID: deviceID)
+        }
+
+        func handle(_ event: CallEvent) async {
+            let effects = coordinator.handle(event, now: Date())
+            await phone.media.process(.coordinator(effects, calls: coordinator.calls))
+            for case .postAnswer(let visitID, let deviceID, let key) in effects {
+                let body = try? JSONCoding.encoder().encode(CallActionRequest(deviceID: deviceID))
+                let response = try? await phone.session.sendAuthorized(ClientHTTPRequest(
+                    method: "POST", path: "/v1/visits/\(visitID)/answer",
+                    headers: ["Idempotency-Key": key, "Content-Type": "application/json"], body: body))
+                await handle(response?.status == 200 ? .answerAccepted(visitID: visitID) : .answerFailed(visitID: visitID))
+            }
+        }
+    }
+
+    /// The VoIP push the server sends for `visit` (the fields the coordinator reads).
+    static func ring(_ visit: String) -> JSONValue {
+        .object(["type": "visit.ring", "push_id": .string(UUID().uuidString.lowercased()), "visit_id": .string(visit),
+                 "caller_name": "Rafael", "unit_label": "A-101", "kind": "visit", "geofence": .object(["status": "unknown"])])
+    }
+
     static func visitorSocket(_ server: TestServer, token: String) async throws -> R.Reader {
         let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(token)")])
         let value = try #require(try ticket.json()["ticket"] as? String)
@@ -105,13 +135,17 @@ struct CallMediaEndToEndTests {
             let phone = try await Self.phone(server, deviceID: "phone-1")
             defer { phone.reader.cancel() }
 
-            // "Atender": media prepared first (ICE servers from the server), then the answer.
-            await phone.media.start(visitID: visit)
+            // The ring reaches the phone; "Atender" on CallKit: media prepared (ICE servers
+            // from the server), then POST /answer with this device, accepted.
+            let userID = try #require(await phone.session.userID)
+            let calls = Calls(phone, userID: userID, deviceID: "phone-1")
+            await calls.handle(.voipPush(payload: Self.ring(visit), fallbackCallID: UUID()))
+            await calls.handle(.userAnswered(visitID: visit, idempotencyKey: UUID().uuidString))
+            #expect(calls.coordinator.calls[visit]?.phase == .connecting, "\(String(describing: calls.coordinator.calls[visit]?.phase))")
             let servers = try #require(phone.engine.state.withLock { $0.servers }.first)
             let turn = try #require(servers.first { $0.urls.contains { $0.hasPrefix("turn:127.0.0.1:3478") } }, "\(servers)")
-            #expect(turn.username?.hasSuffix(":" + (await phone.session.userID ?? "?")) == true, "\(turn)")
+            #expect(turn.username?.hasSuffix(":" + userID) == true, "\(turn)")
             #expect(turn.credential?.isEmpty == false)
-            try await Self.answer(phone, visit: visit, deviceID: "phone-1")
 
             // The gate page offers; the phone's answer comes back through the server.
             Self.send(visitor, .offer, ["visit_id": .string(visit), "sdp": .string(Self.offerSDP)])
@@ -131,9 +165,11 @@ struct CallMediaEndToEndTests {
                     "\(phone.engine.log)")
             phone.engine.emit(.stateChanged(.connected))
             #expect(await eventually(within: .seconds(30)) { phone.statuses.withLock { $0.last } == .live })
+            if let event = phone.statuses.withLock({ $0.last })?.coordinatorEvent(visitID: visit) { await calls.handle(event) }
+            #expect(calls.coordinator.calls[visit]?.phase == .inCall)
 
             // Encerrar on the phone: the gate hears who ended it; the phone's media is closed.
-            await phone.media.hangUp(visitID: visit)
+            await calls.handle(.userEnded(visitID: visit, idempotencyKey: UUID().uuidString))
             let ended = try #require(try await visitor.until("call.ended", timeout: .seconds(30)).last)
             #expect(ended["data"]?["reason"]?.stringValue == "hangup")
             #expect(ended["data"]?["ended_by"]?.stringValue == "resident")
