@@ -463,6 +463,24 @@ struct CallMediaCoordinatorTests {
         #expect(await phone.media.status == .ended(.callOver))
     }
 
+    @Test("this user picked up on another device while this one was answering: the prepared media closes without a frame")
+    func answeredOnAnotherDevice() async throws {
+        let phone = Phone()
+        await phone.handle(.voipPush(payload: C.ring(), fallbackCallID: C.fallback))
+        await phone.handle(.userAnswered(visitID: Self.v, idempotencyKey: "k"))
+        await phone.handle(.realtime(.answered, VisitEventData(visitID: Self.v, by: PersonRef(id: C.me, name: "Maria Souza"), deviceID: "ipad")))
+        #expect(phone.coordinator.calls[Self.v]?.phase == .ended(.answeredElsewhere))
+        #expect(phone.engine.log.last == "close")
+        #expect(phone.signaling.types.isEmpty)
+        // Our own answer echoed by the socket is not "elsewhere": the media stays.
+        let mine = Phone()
+        await mine.handle(.voipPush(payload: C.ring(), fallbackCallID: C.fallback))
+        await mine.handle(.userAnswered(visitID: Self.v, idempotencyKey: "k"))
+        await mine.handle(.realtime(.answered, VisitEventData(visitID: Self.v, by: PersonRef(id: C.me, name: "Maria Souza"), deviceID: C.device)))
+        #expect(await mine.media.status == .connecting)
+        #expect(!mine.engine.log.contains("close"))
+    }
+
     @Test("the visit decided elsewhere during the call: media closes; the visitor's hangup ends the CallKit call")
     func closedAround() async throws {
         let phone = Phone()
