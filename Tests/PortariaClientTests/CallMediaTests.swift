@@ -343,7 +343,9 @@ struct CallMediaControllerTests {
         await controller.start(visitID: Self.v)
         #expect(await eventually { statuses.all.last == .ended(.couldNotConnect) }, "\(statuses.all)")
         #expect(signaling.types == ["call.hangup"])
-        #expect(engine.log == ["peer", "close"])
+        // On a loaded machine the deadline may pass before the connection is even made;
+        // either way no connection stays open.
+        #expect(engine.log == ["peer", "close"] || engine.log.isEmpty, "\(engine.log)")
         #expect(CallMediaEnding.couldNotConnect.text == ClientText.callMediaEnded(.couldNotConnect))
     }
 

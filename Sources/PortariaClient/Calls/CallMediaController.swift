@@ -211,6 +211,8 @@ public actor CallMediaController {
             let servers = await iceServers()
             await handle(.iceServers(servers), generation: owner)
         case .createPeer(let servers):
+            // The call may have ended while this waited in the queue: no camera for it.
+            guard owner == generation, !(session?.phase.isEnded ?? true) else { return }
             let (stream, continuation) = AsyncStream.makeStream(of: PeerConnectionEvent.self)
             do {
                 let made = try await engine.makePeerConnection(iceServers: servers) { continuation.yield($0) }
