@@ -453,6 +453,21 @@ struct CallMediaCoordinatorTests {
         #expect(phone.engine.log.last == "audio:false")
     }
 
+    @Test("submit (what CallService and the realtime reader use) keeps the order of inputs handed over without waiting")
+    func submitKeepsOrder() async throws {
+        let phone = Phone()
+        var coordinator = IncomingCallCoordinator(myUserID: C.me, deviceID: C.device)
+        let ring = coordinator.handle(.voipPush(payload: C.ring(), fallbackCallID: C.fallback), now: C.now)
+        phone.media.submit(.coordinator(ring, calls: coordinator.calls))
+        let answer = coordinator.handle(.userAnswered(visitID: Self.v, idempotencyKey: "k"), now: C.now)
+        phone.media.submit(.coordinator(answer, calls: coordinator.calls))
+        phone.media.submit(.realtime(Media.offer()))
+        phone.media.submit(.muted(true))
+        phone.media.submit(.realtime(Media.ended("hangup", by: "visitor")))
+        #expect(await eventually { phone.engine.log == ["peer", "answer:offer-1", "answered", "muted:true", "close"] }, "\(phone.engine.log)")
+        #expect(phone.signaling.types == ["call.answer"])
+    }
+
     @Test("answered on another device first (409): the prepared media closes without a frame")
     func answeredElsewhere() async throws {
         let phone = Phone()
