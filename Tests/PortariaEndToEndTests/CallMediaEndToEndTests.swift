@@ -51,9 +51,9 @@ struct CallMediaEndToEndTests {
         let reader: Task<Void, Never>
     }
 
-    static func phone(_ server: TestServer, deviceID: String) async throws -> Phone {
+    static func phone(_ server: TestServer, deviceID: String, username: String = "maria") async throws -> Phone {
         let session = SessionManager(api: APIClient(baseURL: server.baseURL), secure: InMemorySecureStore(), preferences: InMemoryPreferences())
-        switch try await session.login(username: "maria", password: "demo1234") {
+        switch try await session.login(username: username, password: "demo1234") {
         case .ready: break
         case .needsCompanySelection(let companies):
             let id = try #require(companies.first { $0.name == "Residencial Demo" }?.id)
@@ -104,7 +104,13 @@ struct CallMediaEndToEndTests {
                 let response = try? await phone.session.sendAuthorized(ClientHTTPRequest(
                     method: "POST", path: "/v1/visits/\(visitID)/answer",
                     headers: ["Idempotency-Key": key, "Content-Type": "application/json"], body: body))
-                await handle(response?.status == 200 ? .answerAccepted(visitID: visitID) : .answerFailed(visitID: visitID))
+                if response?.status == 200 {
+                    await handle(.answerAccepted(visitID: visitID))
+                } else if let response, response.status == 409, let error = response.errorBody {
+                    await handle(.answerRefused(visitID: visitID, error))
+                } else {
+                    await handle(.answerFailed(visitID: visitID))
+                }
             }
         }
     }
@@ -201,6 +207,36 @@ struct CallMediaEndToEndTests {
             }
             #expect(recorded && kinds.withLock { $0.contains("call_connected") }, "\(kinds.withLock { $0 })")
             await phone.realtime.finish()
+        }
+    }
+
+    @Test("two residents tap Atender: the second's media, prepared at the tap, closes on the server's 409 without a frame; the call goes to the first")
+    func answeredElsewhere() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let (visit, visitorToken) = try await R.ring(server)
+            let visitor = try await Self.visitorSocket(server, token: visitorToken)
+            let maria = try await Self.phone(server, deviceID: "maria-phone")
+            let joao = try await Self.phone(server, deviceID: "joao-phone", username: "joao")
+            defer { maria.reader.cancel(); joao.reader.cancel() }
+            let mariaCalls = Calls(maria, userID: try #require(await maria.session.userID), deviceID: "maria-phone")
+            let joaoCalls = Calls(joao, userID: try #require(await joao.session.userID), deviceID: "joao-phone")
+            await mariaCalls.handle(.voipPush(payload: Self.ring(visit), fallbackCallID: UUID()))
+            await joaoCalls.handle(.voipPush(payload: Self.ring(visit), fallbackCallID: UUID()))
+
+            await mariaCalls.handle(.userAnswered(visitID: visit, idempotencyKey: UUID().uuidString))
+            #expect(mariaCalls.coordinator.calls[visit]?.phase == .connecting)
+            await joaoCalls.handle(.userAnswered(visitID: visit, idempotencyKey: UUID().uuidString))
+            #expect(joaoCalls.coordinator.calls[visit]?.phase == .ended(.answeredElsewhere))
+            #expect(joao.engine.log == ["peer", "close"], "\(joao.engine.log)")
+            #expect(joao.statuses.withLock { $0 } == [.connecting, .ended(.callOver)])
+
+            // The gate's offer reaches the one device that answered.
+            let answer = try await Self.offer(visitor, visit: visit)
+            #expect(answer["data"]?["sdp"]?.stringValue == Self.answerSDP)
+            #expect(maria.engine.state.withLock { $0.offers }.last == Self.offerSDP)
+            #expect(joao.engine.state.withLock { $0.offers }.isEmpty)
+            await maria.realtime.finish()
+            await joao.realtime.finish()
         }
     }
 
