@@ -46,6 +46,13 @@ final class WebRTCMediaEngine: CallMediaEngine {
         RTCInitializeSSL()
         factory = RTCPeerConnectionFactory(encoderFactory: RTCDefaultVideoEncoderFactory(),
                                            decoderFactory: RTCDefaultVideoDecoderFactory())
+        // WebRTC applies its own session configuration when its audio unit starts, over
+        // what CallService set for CallKit: give it the same one (speaker, video chat).
+        let session = RTCAudioSessionConfiguration.webRTC()
+        session.category = AVAudioSession.Category.playAndRecord.rawValue
+        session.mode = AVAudioSession.Mode.videoChat.rawValue
+        session.categoryOptions = [.allowBluetooth, .defaultToSpeaker]
+        RTCAudioSessionConfiguration.setWebRTC(session)
         // CallKit owns the audio session: WebRTC must not start its audio unit until CallKit
         // has activated the session (provider(_:didActivate:)), or the call has no sound.
         let audio = RTCAudioSession.sharedInstance()
