@@ -378,6 +378,9 @@ extension CallService: @preconcurrency CXProviderDelegate {
     /// start now (the coordinator waits for both this and the server's acceptance).
     public func provider(_ provider: CXProvider, didActivate audioSession: AVAudioSession) {
         handle(.audioActivated)
+        // After an interruption CallKit activates the session again; the coordinator
+        // starts media only once, so the media brings its audio back itself.
+        media?.submit(.audioActivated)
     }
 
     public func provider(_ provider: CXProvider, didDeactivate audioSession: AVAudioSession) {

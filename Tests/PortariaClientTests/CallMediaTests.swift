@@ -468,6 +468,26 @@ struct CallMediaCoordinatorTests {
         #expect(phone.signaling.types == ["call.answer"])
     }
 
+    @Test("CallKit's audio: on with the server's yes, off at deactivation, back after an interruption — never before the call had it")
+    func audioFollowsCallKit() async throws {
+        let phone = Phone()
+        await phone.handle(.voipPush(payload: C.ring(), fallbackCallID: C.fallback))
+        await phone.handle(.userAnswered(visitID: Self.v, idempotencyKey: "k"))
+        // CallKit activates before the server's yes: nothing yet (the coordinator waits).
+        await phone.handle(.audioActivated)
+        await phone.media.process(.audioActivated)
+        #expect(!phone.engine.log.contains { $0.hasPrefix("audio:") }, "\(phone.engine.log)")
+        await phone.handle(.answerAccepted(visitID: Self.v))
+        await phone.media.process(.audioActivated)   // as CallService submits after the coordinator's effects
+        #expect(phone.engine.log.filter { $0.hasPrefix("audio:") } == ["audio:true"], "started once")
+        // An interruption: CallKit deactivates, then activates again.
+        await phone.handle(.audioDeactivated)
+        await phone.media.process(.audioDeactivated)
+        await phone.handle(.audioActivated)
+        await phone.media.process(.audioActivated)
+        #expect(phone.engine.log.filter { $0.hasPrefix("audio:") } == ["audio:true", "audio:false", "audio:true"], "\(phone.engine.log)")
+    }
+
     @Test("answered on another device first (409): the prepared media closes without a frame")
     func answeredElsewhere() async throws {
         let phone = Phone()

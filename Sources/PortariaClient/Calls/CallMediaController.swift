@@ -19,6 +19,8 @@ public enum CallMediaInput: Sendable {
     case realtime(RealtimeClient.Update)
     /// `CXSetMutedCallAction` (CallKit's mute button or the app's).
     case muted(Bool)
+    /// `provider(_:didActivate:)`: after an interruption, audio the call had comes back.
+    case audioActivated
     /// `provider(_:didDeactivate:)`.
     case audioDeactivated
 }
@@ -54,6 +56,12 @@ public actor CallMediaController {
     private var timeout: Task<Void, Never>?
     private var peerEvents: Task<Void, Never>?
     private let inputs: AsyncStream<CallMediaInput>.Continuation
+    /// The coordinator started this call's audio (`.startMedia`: CallKit activated the
+    /// session and the server accepted the answer) …
+    private var audioStarted = false
+    /// … and WebRTC's audio unit is on now (off between CallKit's deactivation and the
+    /// next activation, an interruption).
+    private var audioOn = false
 
     /// - Parameters:
     ///   - http: for `GET /v1/calls/ice_servers` (`SessionManager`).
@@ -106,7 +114,14 @@ public actor CallMediaController {
             await receive(update)
         case .muted(let muted):
             await handle(.setMuted(muted))
+        case .audioActivated:
+            // The first activation starts audio through the coordinator's `.startMedia`;
+            // a later one (after an interruption) only brings back what the call had.
+            guard audioStarted, !audioOn, !(session?.phase.isEnded ?? true) else { return }
+            audioOn = true
+            await engine.setAudioActive(true)
         case .audioDeactivated:
+            audioOn = false
             await engine.setAudioActive(false)
         }
     }
@@ -123,6 +138,8 @@ public actor CallMediaController {
                 await start(visitID: visitID)
             case .startMedia:
                 // CallKit activated the audio session and the server accepted the answer.
+                audioStarted = true
+                audioOn = true
                 await engine.setAudioActive(true)
             case .hangUp(let visitID):
                 await hangUp(visitID: visitID)
@@ -146,6 +163,7 @@ public actor CallMediaController {
         }
         generation += 1
         outbox = []
+        audioStarted = false
         let session = CallMediaSession(visitID: visitID)
         self.session = session
         status = nil
