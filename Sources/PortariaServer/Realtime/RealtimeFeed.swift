@@ -308,7 +308,12 @@ private final class FeedState {
         var after = company.lastSeq
         while true {
             let events = try await database.read { [after] db in try EventLog.since(db, companyID: companyID, seq: after, limit: 500) }
-            guard !events.isEmpty, var current = companies[companyID] else { return }
+            guard !events.isEmpty else { return }
+            // A call opens before anyone hears visit.answered: the gate page sends its offer
+            // the moment that frame arrives, and found no call (CALL_NOT_FOUND) when the call
+            // was opened after the delivery.
+            for event in events where event.visitEventType == .answered { await followCallLogged(event) }
+            guard var current = companies[companyID] else { return }
             for event in events {
                 // Frames differ only for visitors; everyone else shares one text and one hop.
                 var shared: [WebSocketConnection] = []
@@ -327,13 +332,16 @@ private final class FeedState {
                 after = event.seq
             }
             companies[companyID] = current
-            for event in events {
-                // One failed call update must not stop the others (nor the next batch).
-                do { try await followCall(event) } catch {
-                    log.error("call update failed", ["visit_id": event.visitID.map(JSONValue.string) ?? .null, "error": .string(String(describing: error))])
-                }
-            }
+            // Closing a call follows the delivery: the closing frame goes out first.
+            for event in events where event.visitEventType != .answered { await followCallLogged(event) }
             if events.count < 500 { return }
+        }
+    }
+
+    /// One failed call update must not stop the others (nor the next batch).
+    private func followCallLogged(_ event: EventRecord) async {
+        do { try await followCall(event) } catch {
+            log.error("call update failed", ["visit_id": event.visitID.map(JSONValue.string) ?? .null, "error": .string(String(describing: error))])
         }
     }
 
