@@ -18,7 +18,7 @@ extension RenderableError {
 
     /// The envelope, byte for byte what `HTTPError` with the same fields answers.
     public var response: HTTPResponse {
-        HTTPError(status: status, code: code, message: message, details: details, headers: headers).response
+        HTTPError(rendering: self).response
     }
 }
 
@@ -34,6 +34,11 @@ public struct HTTPError: RenderableError, CustomStringConvertible {
         self.status = status
         self.body = ErrorBody(code: code, message: message, details: details)
         self.headers = headers
+    }
+
+    /// The answer any `RenderableError` renders to, as the generic value.
+    public init(rendering error: any RenderableError) {
+        self.init(status: error.status, code: error.code, message: error.message, details: error.details, headers: error.headers)
     }
 
     public var description: String { "\(status) \(body.code): \(body.message)" }

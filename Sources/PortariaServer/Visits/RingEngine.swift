@@ -75,14 +75,14 @@ enum RingEngine {
         var pending: [PendingEvent] = []
         if job.nextStep > 0 && row.ringMode == .sequential {
             let previous = job.steps[job.nextStep - 1].filter { !users.contains($0) }
-            for user in try names(db, previous) {
+            for user in try AccountStore.people(db, ids: previous) {
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .timeout, user: user, channel: "scheduler",
                                              step: job.nextStep - 1, at: at)
             }
             pending.append(PendingEvent(type: .ringCancelled, data: [
                 "reason": .string(RingCancelReason.nextStep.rawValue), "user_ids": .array(previous.map(JSONValue.string))]))
         }
-        for user in try names(db, users) {
+        for user in try AccountStore.people(db, ids: users) {
             try VisitStore.insertAttempt(db, visitID: visitID, kind: .ring, user: user, channel: "push", step: job.nextStep, at: at)
         }
         let following = job.nextStep + 1
@@ -129,11 +129,5 @@ enum RingEngine {
             """ + db.dialect.skipLocked, .integer(ms(at)))?.string("id"),
               let row = try VisitStore.load(db, id: id) else { return nil }
         return try VisitEngine.apply(db, row: row, event: .expire(at: at), source: EventSource(channel: "scheduler"), at: at).events
-    }
-
-    static func names(_ db: any SQLConnection, _ ids: [String]) throws -> [PersonRef] {
-        try ids.map { id in
-            PersonRef(id: id, name: try db.queryOne("SELECT name FROM users WHERE id = ?", .text(id))?.string("name") ?? "")
-        }
     }
 }

@@ -410,7 +410,7 @@ public struct VisitService: Sendable {
     /// Operators (and admins, who hold `operator`) see the whole company; residents
     /// their own units. Anything else is 404, as if it did not exist.
     static func canSee(_ caller: Caller, companyID: String, unitID: String) -> Bool {
-        caller.companyID == companyID && (caller.has(Permission.operatorConsole) || caller.unitIDs.contains(unitID))
+        caller.companyID == companyID && (caller.has(Permission.operatorConsole) || UnitID(rawValue: unitID).map(caller.unitIDs.contains) == true)
     }
 
     public func visit(id visitID: VisitID, caller: Caller) async throws -> Visit {
@@ -456,7 +456,7 @@ public struct VisitService: Sendable {
             after = (ms, id)
         }
         let operatorView = caller.has(Permission.operatorConsole)
-        let units = caller.unitIDs.sorted()
+        let units = caller.unitIDs.map(\.rawValue).sorted()
         if !operatorView && units.isEmpty { return VisitPage(visits: [], nextCursor: nil) }
         let companyID = caller.companyID
         let position = after

@@ -162,12 +162,12 @@ enum VisitStore {
             JOIN users us ON us.id = o.user_id
             WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
             """, .text(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
-        return try viewers(db, of: ordered.isEmpty ? residents(db, unitID: unitID) : ordered, unitID: unitID)
+        return try viewers(db, of: ordered.isEmpty ? AccountStore.residents(db, unitID: unitID) : ordered, unitID: unitID)
     }
 
     /// The residents of a unit told about its visits (delivery rules' notices).
     static func notifiedResidents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
-        try viewers(db, of: residents(db, unitID: unitID), unitID: unitID)
+        try viewers(db, of: AccountStore.residents(db, unitID: unitID), unitID: unitID)
     }
 
     /// `people` who hold `visits.view` in the unit's company.
@@ -180,13 +180,6 @@ enum VisitStore {
             try AccountStore.memberships(db, userID: person.id, companyID: companyID).first?
                 .effectivePermissions.contains(Permission.visitsView) == true
         }
-    }
-
-    static func residents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
-        try db.query("""
-            SELECT DISTINCT us.id, us.name FROM membership_units mu JOIN users us ON us.id = mu.user_id
-            WHERE mu.unit_id = ? AND us.disabled = 0 ORDER BY us.name, us.id
-            """, .text(unitID)).map { PersonRef(id: try $0.required.string("id"), name: try $0.required.string("name")) }
     }
 
     /// Users rung so far for a visit (for ring cancellations).
