@@ -55,7 +55,7 @@ enum RingEngine {
     /// Performs whatever is due for one visit's ring: the next step, or the end of the window.
     static func step(_ db: any SQLConnection, visitID: String, at: Date) throws -> [EventRecord] {
         guard let job = try job(db, visitID: visitID) else { return [] }
-        guard let row = try VisitStore.load(db, id: visitID), row.status == .ringing else {
+        guard let id = VisitID(rawValue: visitID), let row = try VisitStore.load(db, id: id), row.status == .ringing else {
             try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(visitID))
             return []
         }
@@ -126,7 +126,7 @@ enum RingEngine {
         guard let id = try db.queryOne("""
             SELECT id FROM visits WHERE expires_at <= ? AND status IN ('ringing', 'answered', 'unanswered')
             ORDER BY expires_at LIMIT 1
-            """ + db.dialect.skipLocked, .integer(ms(at)))?.string("id"),
+            """ + db.dialect.skipLocked, .integer(ms(at)))?.string("id").flatMap(VisitID.init(rawValue:)),
               let row = try VisitStore.load(db, id: id) else { return nil }
         return try VisitEngine.apply(db, row: row, event: .expire(at: at), source: EventSource(channel: "scheduler"), at: at).events
     }

@@ -92,14 +92,19 @@ enum VisitStore {
             updatedAt: try required.date("updated_at"), resolution: resolution)
     }
 
-    static func load(_ db: any SQLConnection, id: String) throws -> VisitRow? {
-        try db.queryOne(select + " WHERE v.id = ?", .text(id)).map(row)
+    static func load(_ db: any SQLConnection, id: VisitID) throws -> VisitRow? {
+        try db.queryOne(select + " WHERE v.id = ?", .text(id.rawValue)).map(row)
+    }
+
+    /// Just the visit's status (a ticket re-checked at redemption); nil for no such visit.
+    static func status(_ db: any SQLConnection, id: VisitID) throws -> VisitStatus? {
+        try db.queryOne("SELECT status FROM visits WHERE id = ?", .text(id.rawValue))?.string("status").flatMap(VisitStatus.init(rawValue:))
     }
 
     /// Locks the visit row for the rest of the transaction (PostgreSQL; SQLite's write
     /// transaction is already exclusive) and loads it.
-    static func lock(_ db: any SQLConnection, id: String) throws -> VisitRow? {
-        guard try db.queryOne("SELECT id FROM visits WHERE id = ?" + db.dialect.forUpdate, .text(id)) != nil else { return nil }
+    static func lock(_ db: any SQLConnection, id: VisitID) throws -> VisitRow? {
+        guard try db.queryOne("SELECT id FROM visits WHERE id = ?" + db.dialect.forUpdate, .text(id.rawValue)) != nil else { return nil }
         return try load(db, id: id)
     }
 
