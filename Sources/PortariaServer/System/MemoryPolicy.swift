@@ -96,10 +96,12 @@ final class MemoryTrimmer: Sendable {
         }
     }
 
-    func stop() {
-        task.withLock { current in
+    func stop() async {
+        let running = task.withLock { current -> Task<Void, Never>? in
+            defer { current = nil }
             current?.cancel()
-            current = nil
+            return current
         }
+        await running?.value
     }
 }

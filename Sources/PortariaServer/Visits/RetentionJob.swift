@@ -75,8 +75,11 @@ public actor RetentionJob {
         }
     }
 
-    public func stop() {
+    /// Ends the loop and waits for a sweep in progress to finish.
+    public func stop() async {
+        let running = loop
         loop?.cancel()
         loop = nil
+        await running?.value
     }
 }
