@@ -228,7 +228,7 @@ public final class Application: Sendable {
 final class BusRelay: Sendable {
     private let bus: EventBus
     private let handle: @Sendable (EventRecord) -> Void
-    private let task = Locked<Task<Void, Never>?>(nil)
+    private let loop = BackgroundTask()
 
     init(bus: EventBus, handle: @escaping @Sendable (EventRecord) -> Void) {
         self.bus = bus
@@ -236,20 +236,12 @@ final class BusRelay: Sendable {
     }
 
     func start() {
-        let events = bus.subscribe()
-        let handle = handle
-        task.withLock { current in
-            guard current == nil else { return }
-            current = Task { for await event in events { handle(event) } }
+        // Subscribed before the task runs: no event published after `start()` is missed.
+        let (events, handle) = (bus.subscribe(), handle)
+        loop.start {
+            for await event in events { handle(event) }
         }
     }
 
-    func stop() async {
-        let running = task.withLock { current -> Task<Void, Never>? in
-            defer { current = nil }
-            current?.cancel()
-            return current
-        }
-        await running?.value
-    }
+    func stop() async { await loop.stop() }
 }

@@ -98,3 +98,29 @@ actor Lifecycle {
                                          "ms": .number(Double(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))])
     }
 }
+
+/// The one task of a background loop: started once, and stopped by cancelling it and
+/// awaiting its end, so the owner's `stop()` returns only when the loop has finished.
+final class BackgroundTask: Sendable {
+    private let task = Locked<Task<Void, Never>?>(nil)
+
+    init() {}
+
+    /// Runs `body` in a new task unless one is running already.
+    func start(priority: TaskPriority? = nil, _ body: @escaping @Sendable () async -> Void) {
+        task.withLock { current in
+            guard current == nil else { return }
+            current = Task.detached(priority: priority, operation: body)
+        }
+    }
+
+    /// Cancels the task and waits for it to return.
+    func stop() async {
+        let running = task.withLock { current -> Task<Void, Never>? in
+            defer { current = nil }
+            current?.cancel()
+            return current
+        }
+        await running?.value
+    }
+}

@@ -4,7 +4,7 @@ import PortariaCore
 /// throws these; the router renders them (`RenderableError`), and this conformance is the
 /// one place that spells each case's wire shape (docs/openapi.yaml). Malformed input is
 /// still the generic 400 of `require(_:field:_:)`.
-enum AuthError: RenderableError, Equatable {
+enum AuthError: TabulatedError, Equatable {
     /// Wrong password, unknown or disabled user: one answer for all three.
     case invalidCredentials
     /// Unknown, expired, revoked or disabled-user refresh token.
@@ -19,32 +19,16 @@ enum AuthError: RenderableError, Equatable {
     case invalidOTPToken
     case rateLimited(retryAfter: Int)
 
-    var status: Int {
+    var answer: ErrorAnswer {
         switch self {
-        case .rateLimited: return 429
-        default: return 401
-        }
-    }
-
-    var code: ErrorCode {
-        switch self {
-        case .invalidCredentials: return .invalidCredentials
-        case .invalidRefreshToken, .unknownRefreshToken: return .invalidRefreshToken
-        case .refreshTokenReused: return .refreshTokenReused
-        case .invalidOTPCode, .invalidOTPToken: return .invalidOTP
-        case .rateLimited: return .rateLimited
-        }
-    }
-
-    var message: String {
-        switch self {
-        case .invalidCredentials: return "usuário ou senha inválidos"
-        case .invalidRefreshToken: return "refresh token is invalid or expired"
-        case .unknownRefreshToken: return "refresh token is invalid"
-        case .refreshTokenReused: return "refresh token was already used; the session has been revoked"
-        case .invalidOTPCode: return "código inválido ou expirado"
-        case .invalidOTPToken: return "otp_token is invalid, expired or already used"
-        case .rateLimited: return "too many attempts; try again later"
+        case .invalidCredentials: return ErrorAnswer(401, .invalidCredentials, "usuário ou senha inválidos")
+        case .invalidRefreshToken: return ErrorAnswer(401, .invalidRefreshToken, "refresh token is invalid or expired")
+        case .unknownRefreshToken: return ErrorAnswer(401, .invalidRefreshToken, "refresh token is invalid")
+        case .refreshTokenReused:
+            return ErrorAnswer(401, .refreshTokenReused, "refresh token was already used; the session has been revoked")
+        case .invalidOTPCode: return ErrorAnswer(401, .invalidOTP, "código inválido ou expirado")
+        case .invalidOTPToken: return ErrorAnswer(401, .invalidOTP, "otp_token is invalid, expired or already used")
+        case .rateLimited: return ErrorAnswer(429, .rateLimited, "too many attempts; try again later")
         }
     }
 

@@ -22,6 +22,31 @@ extension RenderableError {
     }
 }
 
+/// The status, code and message of one refusal: what a small error enum spells per
+/// case, in one table (`AuthError`, `UnitSettingsError`).
+struct ErrorAnswer: Sendable {
+    var status: Int
+    var code: ErrorCode
+    var message: String
+
+    init(_ status: Int, _ code: ErrorCode, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+}
+
+/// A `RenderableError` whose cases each map to one `ErrorAnswer`.
+protocol TabulatedError: RenderableError {
+    var answer: ErrorAnswer { get }
+}
+
+extension TabulatedError {
+    var status: Int { answer.status }
+    var code: ErrorCode { answer.code }
+    var message: String { answer.message }
+}
+
 /// Transport and input errors (400/401/403/404/405/413/415/429/503): the generic
 /// `RenderableError`, built in place where a failure has no capability of its own.
 public struct HTTPError: RenderableError, CustomStringConvertible {

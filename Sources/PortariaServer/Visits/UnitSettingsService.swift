@@ -54,7 +54,7 @@ struct UnitSettingsService: Sendable {
 }
 
 /// How the unit settings capability refuses (the router renders it).
-enum UnitSettingsError: RenderableError, Equatable {
+enum UnitSettingsError: TabulatedError, Equatable {
     /// Unknown, another company's, or not the caller's to see: one answer.
     case unitNotFound
     /// An operator may read a household's settings but not change them.
@@ -62,27 +62,12 @@ enum UnitSettingsError: RenderableError, Equatable {
     /// `ring_order[index]` names someone who is not a resident of the unit.
     case notAResident(index: Int)
 
-    var status: Int {
+    var answer: ErrorAnswer {
         switch self {
-        case .unitNotFound: return 404
-        case .residentsOnly: return 403
-        case .notAResident: return 400
-        }
-    }
-
-    var code: ErrorCode {
-        switch self {
-        case .unitNotFound: return .notFound
-        case .residentsOnly: return .forbidden
-        case .notAResident: return .invalidRequest
-        }
-    }
-
-    var message: String {
-        switch self {
-        case .unitNotFound: return "unit not found"
-        case .residentsOnly: return "only the unit's residents change its settings"
-        case .notAResident(let index): return "ring_order[\(index)] is not a resident of this unit"
+        case .unitNotFound: return ErrorAnswer(404, .notFound, "unit not found")
+        case .residentsOnly: return ErrorAnswer(403, .forbidden, "only the unit's residents change its settings")
+        case .notAResident(let index):
+            return ErrorAnswer(400, .invalidRequest, "ring_order[\(index)] is not a resident of this unit")
         }
     }
 
