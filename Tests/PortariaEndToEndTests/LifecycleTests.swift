@@ -13,6 +13,9 @@ import Glibc
 struct LifecycleTests {
     typealias R = RealtimeTests
 
+    /// How long a frame may take on a loaded machine (the suites run in parallel).
+    static let patience: Duration = .seconds(30)
+
     static let backends: [String] = EndToEndPostgres.url != nil ? ["sqlite", "postgres"] : ["sqlite"]
 
     /// What a log line may not say after SIGTERM: a component that overran, a loop that
@@ -41,6 +44,10 @@ struct LifecycleTests {
     }
 
     static func busyShutdown(_ server: TestServer, arguments: [String]) async throws {
+        /// A failed step names itself and shows the server's log.
+        func step<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
+            do { return try await body() } catch { throw HarnessError("\(name): \(error)\n--- server log ---\n\(server.log.suffix(4000))") }
+        }
         // A phone whose pushes the log-only sender "delivers": the push worker has work
         // for every visit rung below.
         let maria = try await R.login(server, "maria")
@@ -54,9 +61,11 @@ struct LifecycleTests {
         let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
         let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
         let visitor = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
-        try await visitor.waitUntilSubscribed()
-        let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
-        let neighbour = try await R.subscribe(server, try await R.login(server, "ana"))
+        try await step("the gate page's socket subscribes") { try await visitor.waitUntilSubscribed(timeout: Self.patience) }
+        let phone = R.Reader(try await R.socket(server, maria, query: "?device_id=phone-1"))
+        try await step("the phone's socket subscribes") { try await phone.waitUntilSubscribed(timeout: Self.patience) }
+        let neighbour = R.Reader(try await R.socket(server, try await R.login(server, "ana")))
+        try await step("the neighbour's socket subscribes") { try await neighbour.waitUntilSubscribed(timeout: Self.patience) }
 
         // A live call: answered from the phone, offer and answer relayed.
         let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
@@ -64,11 +73,14 @@ struct LifecycleTests {
                       ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
             body: Array(#"{"device_id":"phone-1"}"#.utf8))
         try #require(answered.status == 200, "\(answered.text)")
+        // The feed has started the call once the phone sees the answer (on PostgreSQL the
+        // feed learns of it through NOTIFY, after the HTTP answer).
+        _ = try await step("the phone sees the answer") { try await phone.until("visit.answered", timeout: Self.patience) }
         let sdp = #""v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n""#
         visitor.connection.send(text: CallSignalingTests.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":\#(sdp)}"#))
-        _ = try await phone.until("call.offer")
+        _ = try await step("the phone gets the offer") { try await phone.until("call.offer", timeout: Self.patience) }
         phone.connection.send(text: CallSignalingTests.frame("call.answer", #"{"visit_id":"\#(visit)","sdp":\#(sdp)}"#))
-        _ = try await visitor.until("call.answer")
+        _ = try await step("the gate page gets the answer") { try await visitor.until("call.answer", timeout: Self.patience) }
 
         // The push worker has delivered the first ring's push…
         let delivered = await eventually(within: .seconds(30)) {

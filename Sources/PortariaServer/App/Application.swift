@@ -70,9 +70,6 @@ public final class Application: Sendable {
             sms = LogSmsSender(log: log)
             log.warning("no --sms-webhook: OTP codes are written to this log (development only)")
         }
-        var auth = AuthService(database: database, secrets: secrets, sms: sms,
-                               loginLimitPerAccount: configuration.loginLimit, log: log)
-        auth.otpLimits = configuration.otpLimits
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
         let vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
@@ -125,7 +122,10 @@ public final class Application: Sendable {
         // following the bus as well would read the log twice per commit.
         if !database.dialect.isSharedByInstances { realtime.follow(visits.bus) }
         let feed = realtime
-        auth.sessionEnded = { sessionID in feed.endSession(sessionID) }
+        // Built once the feed exists, so a session ended here closes its sockets at once.
+        let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
+                               otpLimits: configuration.otpLimits, log: log,
+                               sessionEnded: { sessionID in feed.endSession(sessionID) })
         if database.dialect.isSharedByInstances {
             listener = PostgresListener(url: configuration.databaseURL, channel: NotificationChannel.events.rawValue, log: log) { companyID in
                 if let companyID { feed.poke(companyID: companyID) } else { feed.pokeAll() }
@@ -157,7 +157,7 @@ public final class Application: Sendable {
         // Started in this order, stopped in the reverse: the realtime feed first (no more
         // frames), then the listener that pokes it, the WebSockets (libmicrohttpd must get
         // every upgraded socket back before it stops), the HTTP server's drain of
-        // in-flight requests, the loops that write, and the database last.
+        // in-flight requests, the loops and deliveries that write, and the database last.
         lifecycle = Lifecycle([
             LifecycleComponent("database", stop: {
                 await database.close()
@@ -167,6 +167,8 @@ public final class Application: Sendable {
             LifecycleComponent("memory trimmer", start: { memoryTrimmer.start() }, stop: { await memoryTrimmer.stop() }),
             LifecycleComponent("push worker", start: { worker.start() }, stop: { await worker.stop() }),
             LifecycleComponent("push wake-ups", start: { pushWake.start() }, stop: { await pushWake.stop() }),
+            // SMS codes still being sent after their answer: they write the database.
+            LifecycleComponent("sms deliveries", stop: { await auth.deliveries.drain() }),
             LifecycleComponent("visits", start: { try await visits.start() }, stop: { await visits.stop() }),
             LifecycleComponent("http server", start: { try server.start() }, stop: { await server.shutdown() }),
             LifecycleComponent("websockets", stop: { await webSockets.shutdown() }),

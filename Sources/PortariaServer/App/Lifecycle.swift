@@ -124,3 +124,34 @@ final class BackgroundTask: Sendable {
         await running?.value
     }
 }
+
+/// Work a request starts and does not wait for (an SMS sent after the answer), tracked so
+/// shutdown can wait for it before the database closes. After `drain()` new work is
+/// dropped: nothing may start on a closing database.
+final class TrackedTasks: Sendable {
+    private let state = Locked<(open: Bool, running: [UUID: Task<Void, Never>])>((true, [:]))
+
+    init() {}
+
+    func run(_ body: @escaping @Sendable () async -> Void) {
+        let id = UUID()
+        state.withLock { state in
+            guard state.open else { return }
+            // Inserted under the lock the task's own removal takes: it cannot remove
+            // itself before it is there.
+            state.running[id] = Task { [state = self.state] in
+                await body()
+                _ = state.withLock { $0.running.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Refuses new work and waits for what is running.
+    func drain() async {
+        let running = state.withLock { state -> [Task<Void, Never>] in
+            state.open = false
+            return Array(state.running.values)
+        }
+        for task in running { await task.value }
+    }
+}

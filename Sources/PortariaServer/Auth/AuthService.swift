@@ -19,7 +19,10 @@ public struct AuthService: Sendable {
     public var now: @Sendable () -> Date = { Date() }
     /// Told when a session ends here (logout, refresh-token reuse), so live sockets of
     /// that session close at once instead of at the next periodic check.
-    public var sessionEnded: @Sendable (String) -> Void = { _ in }
+    public var sessionEnded: @Sendable (String) -> Void
+    /// SMS codes being looked up, stored and sent after the answer; shutdown drains them
+    /// before the database closes.
+    let deliveries = TrackedTasks()
 
     public static let accessTokenLifetime: TimeInterval = 15 * 60
     public static let sessionLifetime: TimeInterval = 30 * 24 * 3600
@@ -55,7 +58,8 @@ public struct AuthService: Sendable {
     public var otpLimits = OTPLimits()
 
     public init(database: any SQLDatabase, secrets: ServiceSecrets, sms: any SmsSender,
-                loginLimitPerAccount: Int = 10, log: Log = .shared) {
+                loginLimitPerAccount: Int = 10, otpLimits: OTPLimits = OTPLimits(), log: Log = .shared,
+                sessionEnded: @escaping @Sendable (String) -> Void = { _ in }) {
         self.database = database
         self.accounts = AccountStore(database: database)
         self.sessions = SessionStore(database: database)
@@ -65,7 +69,9 @@ public struct AuthService: Sendable {
         self.hasher = PasswordHasher()
         self.sms = sms
         self.loginLimitPerAccount = loginLimitPerAccount
+        self.otpLimits = otpLimits
         self.log = log
+        self.sessionEnded = sessionEnded
     }
 
     /// Failed logins from one address before 429: many people share a building's NAT,
@@ -251,7 +257,7 @@ public struct AuthService: Sendable {
             if address.count > Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: address.retryAfter) }
         }
         let service = self
-        Task { await service.deliverOTP(to: phone, at: at) }
+        deliveries.run { await service.deliverOTP(to: phone, at: at) }
     }
 
     /// The part of a send that depends on whether the phone is someone's: after the answer.
