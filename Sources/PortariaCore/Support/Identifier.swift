@@ -1,3 +1,5 @@
+import Foundation
+
 /// The id of one kind of record (a visit, a user, a unit…): the one place that says what
 /// an id may be, so a path or body value that cannot be an id is refused before any
 /// lookup, and a `UnitID` cannot be passed where a `VisitID` is meant.
@@ -18,6 +20,14 @@ public struct Identifier<Kind>: RawRepresentable, Hashable, Sendable, Codable, C
         guard !rawValue.isEmpty, rawValue.utf8.count <= Self.maxBytes else { return nil }
         self.rawValue = rawValue
     }
+
+    /// A fresh id for a record this server creates: a lowercase UUID.
+    public static func issue() -> Self {
+        // A UUID's 36 ASCII bytes are always within the rule.
+        Self(checked: UUID().uuidString.lowercased())
+    }
+
+    private init(checked rawValue: String) { self.rawValue = rawValue }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()

@@ -66,6 +66,21 @@ public struct AccountStore: Sendable {
         }
     }
 
+    /// The enabled residents of a unit, by name.
+    static func residents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
+        try db.query("""
+            SELECT DISTINCT us.id, us.name FROM membership_units mu JOIN users us ON us.id = mu.user_id
+            WHERE mu.unit_id = ? AND us.disabled = 0 ORDER BY us.name, us.id
+            """, .text(unitID)).map { PersonRef(id: try $0.required.string("id"), name: try $0.required.string("name")) }
+    }
+
+    /// People by id with their display names; a user deleted since is named "".
+    static func people(_ db: any SQLConnection, ids: [String]) throws -> [PersonRef] {
+        try ids.map { id in
+            PersonRef(id: id, name: try db.queryOne("SELECT name FROM users WHERE id = ?", .text(id))?.string("name") ?? "")
+        }
+    }
+
     /// Every company of the user with direct and sector grants: the login body's `companies`.
     public func companyGrants(userID: String) async throws -> [CompanyGrant] {
         try await database.read { db in try Self.memberships(db, userID: userID, companyID: nil) }

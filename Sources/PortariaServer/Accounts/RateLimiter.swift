@@ -77,6 +77,17 @@ public struct RateLimiter: Sendable {
         }
     }
 
+    /// A successful login's amends, in one commit: `reset` buckets start over, `undo`
+    /// buckets take one event back.
+    public func forgive(reset: [String], undo: [String]) async throws {
+        try await database.write { db in
+            for bucket in reset { _ = try db.execute("DELETE FROM rate_limits WHERE bucket = ?", .text(bucket)) }
+            for bucket in undo {
+                _ = try db.execute("UPDATE rate_limits SET count = count - 1 WHERE bucket = ? AND count > 0", .text(bucket))
+            }
+        }
+    }
+
     public func reset(_ bucket: String) async throws {
         try await database.write { db in _ = try db.execute("DELETE FROM rate_limits WHERE bucket = ?", .text(bucket)) }
     }

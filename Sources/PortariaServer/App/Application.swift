@@ -22,12 +22,8 @@ public final class Application: Sendable {
     public let pushWorker: PushWorker
     /// The VAPID public key browsers subscribe with (uncompressed P-256 point).
     public let vapidPublicKey: [UInt8]
-    private let pushShutdown: @Sendable () -> Void
-    private let pushWake: Task<Void, Never>
-    /// Held for the life of the server on SQLite: one server per database file.
-    private let databaseLock: DatabaseFileLock?
-    /// Returns freed heap pages to the kernel every minute (see `MemoryPolicy`).
-    private let memoryTrimmer = MemoryTrimmer()
+    /// Starts and stops every part of the process in one order (decision 0029).
+    private let lifecycle: Lifecycle
     let log: Log
 
     /// Opens and migrates the database, then registers every route. Does not listen yet.
@@ -51,6 +47,8 @@ public final class Application: Sendable {
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
+        // Held for the life of the server on SQLite: one server per database file.
+        let databaseLock: DatabaseFileLock?
         if configuration.databaseURL.hasPrefix("sqlite://") {
             databaseLock = try DatabaseFileLock(path: String(configuration.databaseURL.dropFirst("sqlite://".count)))
         } else {
@@ -72,9 +70,6 @@ public final class Application: Sendable {
             sms = LogSmsSender(log: log)
             log.warning("no --sms-webhook: OTP codes are written to this log (development only)")
         }
-        var auth = AuthService(database: database, secrets: secrets, sms: sms,
-                               loginLimitPerAccount: configuration.loginLimit, log: log)
-        auth.otpLimits = configuration.otpLimits
         let authenticator = Authenticator(database: database, jwt: secrets.jwt)
 
         let vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
@@ -87,7 +82,6 @@ public final class Application: Sendable {
         }
         vapidPublicKey = vapid.publicKey
         let push = try Self.pushProviders(configuration, web: webPush, log: log)
-        pushShutdown = push.shutdown
         var workerConfiguration = PushWorker.Configuration()
         workerConfiguration.lease = configuration.pushLease
         pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
@@ -127,17 +121,11 @@ public final class Application: Sendable {
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.
         if !database.dialect.isSharedByInstances { realtime.follow(visits.bus) }
-        // Ring and cancel jobs were written with the events; deliver them now rather than
-        // at the worker's next poll.
-        let worker = pushWorker
-        let wakeups = visits.bus.subscribe()
-        pushWake = Task {
-            for await event in wakeups where event.type == "visit.ringing" || event.type == "visit.ring_cancelled" {
-                worker.wake()
-            }
-        }
         let feed = realtime
-        auth.sessionEnded = { sessionID in feed.endSession(sessionID) }
+        // Built once the feed exists, so a session ended here closes its sockets at once.
+        let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
+                               otpLimits: configuration.otpLimits, log: log,
+                               sessionEnded: { sessionID in feed.endSession(sessionID) })
         if database.dialect.isSharedByInstances {
             listener = PostgresListener(url: configuration.databaseURL, channel: NotificationChannel.events.rawValue, log: log) { companyID in
                 if let companyID { feed.poke(companyID: companyID) } else { feed.pokeAll() }
@@ -154,6 +142,39 @@ public final class Application: Sendable {
                        authenticator: authenticator, visits: visits.service, visitors: visits.visitors,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)
 
+        // Ring and cancel jobs were written with the events; deliver them now rather than
+        // at the worker's next poll.
+        let worker = pushWorker
+        let pushWake = BusRelay(bus: visits.bus) { event in
+            if event.type == "visit.ringing" || event.type == "visit.ring_cancelled" { worker.wake() }
+        }
+        let database = database
+        let server = server
+        let webSockets = webSockets
+        let visits = visits
+        let listener = listener
+        let memoryTrimmer = MemoryTrimmer()
+        // Started in this order, stopped in the reverse: the realtime feed first (no more
+        // frames), then the listener that pokes it, the WebSockets (libmicrohttpd must get
+        // every upgraded socket back before it stops), the HTTP server's drain of
+        // in-flight requests, the loops and deliveries that write, and the database last.
+        lifecycle = Lifecycle([
+            LifecycleComponent("database", stop: {
+                await database.close()
+                databaseLock?.unlock()
+            }),
+            LifecycleComponent("push providers", stop: push.shutdown),
+            LifecycleComponent("memory trimmer", start: { memoryTrimmer.start() }, stop: { await memoryTrimmer.stop() }),
+            LifecycleComponent("push worker", start: { worker.start() }, stop: { await worker.stop() }),
+            LifecycleComponent("push wake-ups", start: { pushWake.start() }, stop: { await pushWake.stop() }),
+            // SMS codes still being sent after their answer: they write the database.
+            LifecycleComponent("sms deliveries", stop: { await auth.deliveries.drain() }),
+            LifecycleComponent("visits", start: { try await visits.start() }, stop: { await visits.stop() }),
+            LifecycleComponent("http server", start: { try server.start() }, stop: { await server.shutdown() }),
+            LifecycleComponent("websockets", stop: { await webSockets.shutdown() }),
+            LifecycleComponent("postgres listener", start: { listener?.start() }, stop: { listener?.stop() }),
+            LifecycleComponent("realtime feed", start: { feed.start() }, stop: { await feed.stop() }),
+        ], log: log)
     }
 
     /// APNs and FCM from the configuration, Web Push when given; the log-only sender for
@@ -190,29 +211,39 @@ public final class Application: Sendable {
         return (PushProviders(apns: apns, fcm: fcm, web: web ?? LogPushProvider(platform: "web", log: log)), { stop.forEach { $0() } })
     }
 
+    /// Starts every component in order (decision 0029); the server listens from here.
     public func start() async throws {
-        try await visits.start()
-        listener?.start()
-        try server.start()
-        pushWorker.start()
-        memoryTrimmer.start()
+        try await lifecycle.start()
         log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
                                "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
     }
 
+    /// Stops every component in the reverse order, each awaited; safe to call twice.
     public func shutdown() async {
-        // libmicrohttpd must get every upgraded socket back before it stops.
-        realtime.stop()
-        listener?.stop()
-        await webSockets.shutdown()
-        await server.shutdown()
-        await visits.stop()
-        pushWake.cancel()
-        await pushWorker.stop()
-        memoryTrimmer.stop()
-        pushShutdown()
-        await database.close()
-        databaseLock?.unlock()
+        await lifecycle.shutdown()
         log.info("stopped")
     }
+}
+
+/// Calls `handle` for every event of a bus, from `start()` until `stop()` (which waits
+/// for the event in hand).
+final class BusRelay: Sendable {
+    private let bus: EventBus
+    private let handle: @Sendable (EventRecord) -> Void
+    private let loop = BackgroundTask()
+
+    init(bus: EventBus, handle: @escaping @Sendable (EventRecord) -> Void) {
+        self.bus = bus
+        self.handle = handle
+    }
+
+    func start() {
+        // Subscribed before the task runs: no event published after `start()` is missed.
+        let (events, handle) = (bus.subscribe(), handle)
+        loop.start {
+            for await event in events { handle(event) }
+        }
+    }
+
+    func stop() async { await loop.stop() }
 }

@@ -35,10 +35,7 @@ struct AuthRoutes {
             if !request.body.isEmpty {
                 let body = try request.decode(LogoutRequest.self)
                 if let token = body.refreshToken {
-                    guard let sessionID = try await auth.sessionID(forRefreshToken: token) else {
-                        throw HTTPError(status: 401, code: .invalidRefreshToken, message: "refresh token is invalid")
-                    }
-                    try await auth.revokeSession(id: sessionID, reason: "logout")
+                    try await auth.revokeSession(forRefreshToken: token, reason: "logout")
                     revoked = true
                 }
             }

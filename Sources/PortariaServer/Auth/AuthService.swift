@@ -3,9 +3,13 @@ import PortariaCore
 
 /// Login by password and by SMS code, refresh rotation with reuse detection, logout.
 /// Every rule here comes from docs/contract.md §4 "Security rules" (ASVS 5.0, RFC 8725, RFC 9700).
+/// It speaks the domain: request bodies in, `LoginResponse`s out, refusals as `AuthError`;
+/// the SQL lives in the stores (`AccountStore`, `SessionStore`, `OTPStore`, `RateLimiter`).
 public struct AuthService: Sendable {
     public let database: any SQLDatabase
     public let accounts: AccountStore
+    let sessions: SessionStore
+    let codes: OTPStore
     public let limiter: RateLimiter
     public let secrets: ServiceSecrets
     public let hasher: PasswordHasher
@@ -15,7 +19,10 @@ public struct AuthService: Sendable {
     public var now: @Sendable () -> Date = { Date() }
     /// Told when a session ends here (logout, refresh-token reuse), so live sockets of
     /// that session close at once instead of at the next periodic check.
-    public var sessionEnded: @Sendable (String) -> Void = { _ in }
+    public var sessionEnded: @Sendable (String) -> Void
+    /// SMS codes being looked up, stored and sent after the answer; shutdown drains them
+    /// before the database closes.
+    let deliveries = TrackedTasks()
 
     public static let accessTokenLifetime: TimeInterval = 15 * 60
     public static let sessionLifetime: TimeInterval = 30 * 24 * 3600
@@ -51,15 +58,20 @@ public struct AuthService: Sendable {
     public var otpLimits = OTPLimits()
 
     public init(database: any SQLDatabase, secrets: ServiceSecrets, sms: any SmsSender,
-                loginLimitPerAccount: Int = 10, log: Log = .shared) {
+                loginLimitPerAccount: Int = 10, otpLimits: OTPLimits = OTPLimits(), log: Log = .shared,
+                sessionEnded: @escaping @Sendable (String) -> Void = { _ in }) {
         self.database = database
         self.accounts = AccountStore(database: database)
+        self.sessions = SessionStore(database: database)
+        self.codes = OTPStore(database: database)
         self.limiter = RateLimiter(database: database)
         self.secrets = secrets
         self.hasher = PasswordHasher()
         self.sms = sms
         self.loginLimitPerAccount = loginLimitPerAccount
+        self.otpLimits = otpLimits
         self.log = log
+        self.sessionEnded = sessionEnded
     }
 
     /// Failed logins from one address before 429: many people share a building's NAT,
@@ -121,33 +133,21 @@ public struct AuthService: Sendable {
         let valid = await hasher.verify(body.password, against: usable)
         guard valid, let user else {
             log.info("login failed", ["ip": .string(clientAddress)])
-            throw HTTPError(status: 401, code: .invalidCredentials, message: "usuário ou senha inválidos")
+            throw AuthError.invalidCredentials
         }
-        try await database.write { db in
-            try db.execute("DELETE FROM rate_limits WHERE bucket = ?", .text(pairBucket))
-            for bucket in [ipBucket, accountBucket] {
-                try db.execute("UPDATE rate_limits SET count = count - 1 WHERE bucket = ? AND count > 0", .text(bucket))
-            }
-        }
+        try await limiter.forgive(reset: [pairBucket], undo: [ipBucket, accountBucket])
         return try await issueSession(for: user)
     }
 
-    static func rateLimited(retryAfter: Int) -> HTTPError {
-        .rateLimited("too many attempts; try again later", retryAfter: retryAfter)
-    }
+    static func rateLimited(retryAfter: Int) -> AuthError { .rateLimited(retryAfter: retryAfter) }
 
     /// Starts a session (refresh-token family) and answers with the login body.
     func issueSession(for user: UserRecord) async throws -> LoginResponse {
         let sessionID = UUID().uuidString.lowercased()
         let refresh = Crypto.opaqueToken()
         let issuedAt = now()
-        try await database.write { db in
-            try db.execute("INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                           .text(sessionID), .text(user.id), .date(issuedAt),
-                           .date(issuedAt.addingTimeInterval(Self.sessionLifetime)))
-            try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
-                           .text(Crypto.tokenHash(refresh)), .text(sessionID), .date(issuedAt))
-        }
+        try await sessions.start(sessionID: sessionID, userID: user.id, refreshTokenHash: Crypto.tokenHash(refresh),
+                                 at: issuedAt, lifetime: Self.sessionLifetime)
         return try await loginBody(user: user, sessionID: sessionID, refreshToken: refresh, issuedAt: issuedAt)
     }
 
@@ -167,53 +167,22 @@ public struct AuthService: Sendable {
 
     // MARK: Refresh rotation (RFC 9700 §4.14.2)
 
-    private enum RefreshOutcome: Sendable {
-        case rotated(userID: String, sessionID: String)
-        case reused(sessionID: String)
-        case invalid
-    }
-
     public func refresh(_ body: RefreshRequest) async throws -> LoginResponse {
         try require(!body.refreshToken.isEmpty && body.refreshToken.utf8.count <= 512, field: "refresh_token",
                     "refresh_token is invalid")
         let presented = Crypto.tokenHash(body.refreshToken)
         let next = Crypto.opaqueToken()
         let at = now()
-        let outcome = try await database.write { db -> RefreshOutcome in
-            guard let row = try db.queryOne("""
-                SELECT r.session_id, r.spent_at, s.user_id, s.expires_at, s.revoked_at, u.disabled
-                FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN users u ON u.id = s.user_id
-                WHERE r.token_hash = ?\(db.dialect.forUpdate)
-                """, .text(presented)),
-                  let sessionID = try row.string("session_id"), let userID = try row.string("user_id") else { return .invalid }
-            if try row.int("revoked_at") != nil || (try row.date("expires_at") ?? .distantPast) <= at || row.bool("disabled") == true {
-                return .invalid
-            }
-            // Marking spent only if still unspent makes two racing refreshes of one token
-            // count as reuse for the loser.
-            let claimed = try db.execute("UPDATE refresh_tokens SET spent_at = ? WHERE token_hash = ? AND spent_at IS NULL",
-                                         .date(at), .text(presented))
-            if try row.int("spent_at") != nil || claimed == 0 {
-                try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = 'refresh_token_reused' WHERE id = ? AND revoked_at IS NULL",
-                               .date(at), .text(sessionID))
-                return .reused(sessionID: sessionID)
-            }
-            try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
-                           .text(Crypto.tokenHash(next)), .text(sessionID), .date(at))
-            return .rotated(userID: userID, sessionID: sessionID)
-        }
+        let outcome = try await sessions.rotate(presented: presented, next: Crypto.tokenHash(next), at: at)
         switch outcome {
         case .invalid:
-            throw HTTPError(status: 401, code: .invalidRefreshToken, message: "refresh token is invalid or expired")
+            throw AuthError.invalidRefreshToken
         case .reused(let sessionID):
             log.warning("refresh token reuse: session revoked")
             sessionEnded(sessionID)
-            throw HTTPError(status: 401, code: .refreshTokenReused,
-                            message: "refresh token was already used; the session has been revoked")
+            throw AuthError.refreshTokenReused
         case .rotated(let userID, let sessionID):
-            guard let user = try await accounts.user(id: userID) else {
-                throw HTTPError(status: 401, code: .invalidRefreshToken, message: "refresh token is invalid or expired")
-            }
+            guard let user = try await accounts.user(id: userID) else { throw AuthError.invalidRefreshToken }
             return try await loginBody(user: user, sessionID: sessionID, refreshToken: next, issuedAt: at)
         }
     }
@@ -221,20 +190,20 @@ public struct AuthService: Sendable {
     // MARK: Logout
 
     public func revokeSession(id: String, reason: String) async throws {
-        let at = now()
-        try await database.write { db in
-            try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
-                           .date(at), .text(reason), .text(id))
-        }
+        try await sessions.revoke(sessionID: id, reason: reason, at: now())
         sessionEnded(id)
     }
 
     /// The session a refresh token belongs to (spent or not), for logout.
     public func sessionID(forRefreshToken token: String) async throws -> String? {
-        let hash = Crypto.tokenHash(token)
-        return try await database.read { db in
-            try db.queryOne("SELECT session_id FROM refresh_tokens WHERE token_hash = ?", .text(hash))?.string("session_id")
-        }
+        try await sessions.sessionID(forRefreshTokenHash: Crypto.tokenHash(token))
+    }
+
+    /// Ends the session a refresh token belongs to (logout by body); a token this server
+    /// never issued is `AuthError.unknownRefreshToken`.
+    public func revokeSession(forRefreshToken token: String, reason: String) async throws {
+        guard let sessionID = try await sessionID(forRefreshToken: token) else { throw AuthError.unknownRefreshToken }
+        try await revokeSession(id: sessionID, reason: reason)
     }
 
     // MARK: SMS one-time codes
@@ -288,7 +257,7 @@ public struct AuthService: Sendable {
             if address.count > Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: address.retryAfter) }
         }
         let service = self
-        Task { await service.deliverOTP(to: phone, at: at) }
+        deliveries.run { await service.deliverOTP(to: phone, at: at) }
     }
 
     /// The part of a send that depends on whether the phone is someone's: after the answer.
@@ -296,15 +265,8 @@ public struct AuthService: Sendable {
         do {
             guard let user = try await accounts.user(phone: phone), !user.disabled else { return }
             let code = Self.randomCode()
-            let hash = codeHash(phone: phone, code: code)
-            try await database.write { db in
-                // A new code replaces any earlier one for this phone.
-                try db.execute("UPDATE otp_codes SET consumed_at = ? WHERE phone = ? AND consumed_at IS NULL", .date(at), .text(phone))
-                try db.execute("""
-                    INSERT INTO otp_codes (id, phone, code_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
-                    """, .text(UUID().uuidString.lowercased()), .text(phone), .text(hash), .date(at),
-                         .date(at.addingTimeInterval(Self.otpLifetime)))
-            }
+            // A new code replaces any earlier one for this phone.
+            try await codes.replaceCode(phone: phone, codeHash: codeHash(phone: phone, code: code), at: at, lifetime: Self.otpLifetime)
             try await sms.send(to: phone, message: "Portaria: seu código de acesso é \(code). Ele expira em 10 minutos. Não compartilhe.")
         } catch {
             log.error("sms code not delivered", ["error": .string(String(describing: error))])
@@ -319,8 +281,6 @@ public struct AuthService: Sendable {
             if value < 4_294_000_000 { return String(format: "%06u", value % 1_000_000) }
         }
     }
-
-    private enum OTPOutcome: Sendable { case valid(phone: String), invalid }
 
     public func verifyOTP(_ body: OTPVerifyRequest, clientAddress: String) async throws -> OTPVerifyResponse {
         guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone) else {
@@ -340,29 +300,13 @@ public struct AuthService: Sendable {
             throw Self.rateLimited(retryAfter: perPhone.window.retryAfter)
         }
         let presented = codeHash(phone: phone, code: body.code)
-        let maxAttempts = Self.otpMaxAttempts
-        let outcome = try await database.write { db -> OTPOutcome in
-            guard let row = try db.queryOne("""
-                SELECT id, code_hash, attempts FROM otp_codes
-                WHERE phone = ? AND consumed_at IS NULL AND expires_at > ? AND attempts < ?
-                ORDER BY created_at DESC LIMIT 1\(db.dialect.forUpdate)
-                """, .text(phone), .date(at), .integer(Int64(maxAttempts))),
-                  let id = try row.string("id"), let stored = try row.string("code_hash") else { return .invalid }
-            try db.execute("UPDATE otp_codes SET attempts = attempts + 1 WHERE id = ?", .text(id))
-            guard Crypto.constantTimeEquals(Array(stored.utf8), Array(presented.utf8)) else { return .invalid }
-            try db.execute("UPDATE otp_codes SET consumed_at = ? WHERE id = ?", .date(at), .text(id))
-            return .valid(phone: phone)
-        }
-        guard case .valid(let verifiedPhone) = outcome,
-              let user = try await accounts.user(phone: verifiedPhone), !user.disabled else {
-            throw HTTPError(status: 401, code: .invalidOTP, message: "código inválido ou expirado")
+        guard try await codes.consumeCode(phone: phone, presented: presented, at: at, maxAttempts: Self.otpMaxAttempts),
+              let user = try await accounts.user(phone: phone), !user.disabled else {
+            throw AuthError.invalidOTPCode
         }
         try await limiter.undo(phoneBucket)
         let token = Crypto.opaqueToken()
-        try await database.write { db in
-            try db.execute("INSERT INTO otp_tokens (token_hash, user_id, expires_at) VALUES (?, ?, ?)",
-                           .text(Crypto.tokenHash(token)), .text(user.id), .date(at.addingTimeInterval(Self.otpTokenLifetime)))
-        }
+        try await codes.issueToken(hash: Crypto.tokenHash(token), userID: user.id, expiresAt: at.addingTimeInterval(Self.otpTokenLifetime))
         return OTPVerifyResponse(otpToken: token)
     }
 
@@ -370,15 +314,9 @@ public struct AuthService: Sendable {
         try require(!body.otpToken.isEmpty && body.otpToken.utf8.count <= 512, field: "otp_token", "otp_token is invalid")
         let hash = Crypto.tokenHash(body.otpToken)
         let at = now()
-        let userID = try await database.write { db -> String? in
-            guard let row = try db.queryOne("SELECT user_id FROM otp_tokens WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?\(db.dialect.forUpdate)",
-                                            .text(hash), .date(at)),
-                  let userID = try row.string("user_id") else { return nil }
-            let claimed = try db.execute("UPDATE otp_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL", .date(at), .text(hash))
-            return claimed == 1 ? userID : nil
-        }
-        guard let userID, let user = try await accounts.user(id: userID), !user.disabled else {
-            throw HTTPError(status: 401, code: .invalidOTP, message: "otp_token is invalid, expired or already used")
+        guard let userID = try await codes.redeemToken(hash: hash, at: at),
+              let user = try await accounts.user(id: userID), !user.disabled else {
+            throw AuthError.invalidOTPToken
         }
         return try await issueSession(for: user)
     }

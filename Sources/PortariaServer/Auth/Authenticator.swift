@@ -9,7 +9,9 @@ public struct Caller: Sendable {
     public var permissions: Set<String>
 
     public var companyID: String { membership.company.id }
-    public var unitIDs: Set<String> { Set(membership.units.map(\.id)) }
+    /// The caller's own units (a resident's household). Typed: a path value that is not
+    /// an id never reaches a comparison with them.
+    public var unitIDs: Set<UnitID> { Set(membership.units.compactMap { UnitID(rawValue: $0.id) }) }
     public func has(_ permission: String) -> Bool { permissions.contains(permission) }
 }
 

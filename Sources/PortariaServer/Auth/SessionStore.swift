@@ -1,9 +1,11 @@
 import Foundation
 import PortariaCore
 
-/// Whether sessions are still live: not revoked, not expired, their user not disabled.
-/// The one place that rule is written; the request path (`Authenticator`), tickets
-/// (`RealtimeRoutes`) and the realtime feed's periodic sweep all ask here.
+/// Sessions and their refresh tokens: every statement on `sessions` and
+/// `refresh_tokens`, and whether a session is still live — not revoked, not expired, its
+/// user not disabled. The one place that rule is written; the request path
+/// (`Authenticator`), tickets (`RealtimeRoutes`) and the realtime feed's periodic sweep
+/// all ask here. Refresh tokens are stored as hashes; `AuthService` hashes.
 struct SessionStore: Sendable {
     let database: any SQLDatabase
 
@@ -41,5 +43,67 @@ struct SessionStore: Sendable {
             live.formUnion(found)
         }
         return live
+    }
+
+    // MARK: Starting, rotating and ending sessions
+
+    /// A new session (refresh-token family) for `userID` with its first refresh token.
+    func start(sessionID: String, userID: String, refreshTokenHash: String, at: Date, lifetime: TimeInterval) async throws {
+        try await database.write { db in
+            try db.execute("INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                           .text(sessionID), .text(userID), .date(at), .date(at.addingTimeInterval(lifetime)))
+            try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
+                           .text(refreshTokenHash), .text(sessionID), .date(at))
+        }
+    }
+
+    enum Rotation: Sendable, Equatable {
+        case rotated(userID: String, sessionID: String)
+        /// The token was spent already: its session is now revoked.
+        case reused(sessionID: String)
+        case invalid
+    }
+
+    /// Spends the refresh token `presented` and stores `next` in its place (RFC 9700
+    /// §4.14.2), in one commit. A spent token presented again revokes its session.
+    func rotate(presented: String, next: String, at: Date) async throws -> Rotation {
+        try await database.write { db -> Rotation in
+            guard let row = try db.queryOne("""
+                SELECT r.session_id, r.spent_at, s.user_id, s.expires_at, s.revoked_at, u.disabled
+                FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id JOIN users u ON u.id = s.user_id
+                WHERE r.token_hash = ?\(db.dialect.forUpdate)
+                """, .text(presented)) else { return .invalid }
+            let sessionID = try row.required.string("session_id")
+            let userID = try row.required.string("user_id")
+            if try row.int("revoked_at") != nil || (try row.required.date("expires_at")) <= at || (try row.required.bool("disabled")) {
+                return .invalid
+            }
+            // Marking spent only if still unspent makes two racing refreshes of one token
+            // count as reuse for the loser.
+            let claimed = try db.execute("UPDATE refresh_tokens SET spent_at = ? WHERE token_hash = ? AND spent_at IS NULL",
+                                         .date(at), .text(presented))
+            if try row.int("spent_at") != nil || claimed == 0 {
+                try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = 'refresh_token_reused' WHERE id = ? AND revoked_at IS NULL",
+                               .date(at), .text(sessionID))
+                return .reused(sessionID: sessionID)
+            }
+            try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
+                           .text(next), .text(sessionID), .date(at))
+            return .rotated(userID: userID, sessionID: sessionID)
+        }
+    }
+
+    func revoke(sessionID: String, reason: String, at: Date) async throws {
+        try await database.write { db in
+            try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+                           .date(at), .text(reason), .text(sessionID))
+        }
+    }
+
+    /// The session a refresh token belongs to (spent or not).
+    func sessionID(forRefreshTokenHash hash: String) async throws -> String? {
+        try await database.read { db in
+            try db.queryOne("SELECT session_id FROM refresh_tokens WHERE token_hash = ?", .text(hash))?.required.string("session_id")
+        }
     }
 }

@@ -26,10 +26,11 @@ struct VisitorAuthenticator: Sendable {
                             .text(hash))
         }
         guard let row, now < (try row.required.date("created_at")).addingTimeInterval(visitLifetime),
-              let status = VisitStatus(rawValue: try row.required.string("status")) else {
+              let status = VisitStatus(rawValue: try row.required.string("status")),
+              let visitID = VisitID(rawValue: try row.required.string("id")) else {
             throw HTTPError.unauthorized("invalid or expired visitor token")
         }
-        return VisitorAccess(visitID: try row.required.string("id"), companyID: try row.required.string("company_id"),
+        return VisitorAccess(visitID: visitID, companyID: try row.required.string("company_id"),
                              status: status, answeredAt: try row.date("answered_at"))
     }
 }

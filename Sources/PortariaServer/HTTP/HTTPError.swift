@@ -18,8 +18,33 @@ extension RenderableError {
 
     /// The envelope, byte for byte what `HTTPError` with the same fields answers.
     public var response: HTTPResponse {
-        HTTPError(status: status, code: code, message: message, details: details, headers: headers).response
+        HTTPError(rendering: self).response
     }
+}
+
+/// The status, code and message of one refusal: what a small error enum spells per
+/// case, in one table (`AuthError`, `UnitSettingsError`).
+struct ErrorAnswer: Sendable {
+    var status: Int
+    var code: ErrorCode
+    var message: String
+
+    init(_ status: Int, _ code: ErrorCode, _ message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+}
+
+/// A `RenderableError` whose cases each map to one `ErrorAnswer`.
+protocol TabulatedError: RenderableError {
+    var answer: ErrorAnswer { get }
+}
+
+extension TabulatedError {
+    var status: Int { answer.status }
+    var code: ErrorCode { answer.code }
+    var message: String { answer.message }
 }
 
 /// Transport and input errors (400/401/403/404/405/413/415/429/503): the generic
@@ -34,6 +59,11 @@ public struct HTTPError: RenderableError, CustomStringConvertible {
         self.status = status
         self.body = ErrorBody(code: code, message: message, details: details)
         self.headers = headers
+    }
+
+    /// The answer any `RenderableError` renders to, as the generic value.
+    public init(rendering error: any RenderableError) {
+        self.init(status: error.status, code: error.code, message: error.message, details: error.details, headers: error.headers)
     }
 
     public var description: String { "\(status) \(body.code): \(body.message)" }

@@ -95,29 +95,45 @@ public final class RealtimeFeed: Sendable {
     /// Video calls between the gate page and the device that answered (decision 0009).
     let calls: LiveCallRegistry
 
+    private let stream: AsyncStream<Command>
+    private let started = Locked(false)
+    private let database: any SQLDatabase
+    private let hub: WebSocketHub
+    private let log: Log
+
     public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared) {
         self.limits = limits
-        let calls = LiveCallRegistry(clock: ContinuousClock(), residentRelayOnly: limits.residentRelayOnly)
-        self.calls = calls
-        let (stream, continuation) = AsyncStream<Command>.makeStream()
-        commands = continuation
-        let worker = Task {
-            let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log)
-            for await command in stream { await state.handle(command) }
-        }
-        // Call timeouts (negotiation, reconnection grace, maximum length).
-        let timers = Task { [continuation] in
-            await calls.run(every: .milliseconds(500)) { directives in
-                if !directives.isEmpty { continuation.yield(.call(directives)) }
+        self.calls = LiveCallRegistry(clock: ContinuousClock(), residentRelayOnly: limits.residentRelayOnly)
+        (stream, commands) = AsyncStream<Command>.makeStream()
+        self.database = database
+        self.hub = hub
+        self.log = log
+    }
+
+    /// Starts handling commands (those sent before are queued until now), the call
+    /// timers and the periodic session check.
+    public func start() {
+        guard started.withLock({ started in defer { started = true }; return !started }) else { return }
+        let (database, hub, calls, limits, log, stream, continuation) = (database, hub, calls, limits, log, stream, commands)
+        tasks.withLock { tasks in
+            let worker = Task {
+                let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log)
+                for await command in stream { await state.handle(command) }
             }
-        }
-        let sessions = Task { [continuation] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: limits.sessionCheckInterval)
-                continuation.yield(.checkSessions)
+            // Call timeouts (negotiation, reconnection grace, maximum length).
+            let timers = Task {
+                await calls.run(every: .milliseconds(500)) { directives in
+                    if !directives.isEmpty { continuation.yield(.call(directives)) }
+                }
             }
+            let sessions = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: limits.sessionCheckInterval)
+                    continuation.yield(.checkSessions)
+                }
+            }
+            tasks += [worker, sessions, timers]
         }
-        tasks.withLock { $0 = [worker, sessions, timers] }
     }
 
     /// Subscribes the bus of this process: every committed event pokes its company.
@@ -144,9 +160,17 @@ public final class RealtimeFeed: Sendable {
         commands.yield(.received(connection, text, budget))
     }
 
-    public func stop() {
+    /// Ends the feed and waits for its tasks: the command handled when the stop came
+    /// finishes (the rest are dropped), so nothing here writes to a socket or reads the
+    /// database after this returns.
+    public func stop() async {
         commands.finish()
-        tasks.withLock { tasks in tasks.forEach { $0.cancel() } }
+        let running = tasks.withLock { tasks -> [Task<Void, Never>] in
+            defer { tasks = [] }
+            tasks.forEach { $0.cancel() }
+            return tasks
+        }
+        for task in running { await task.value }
     }
 }
 

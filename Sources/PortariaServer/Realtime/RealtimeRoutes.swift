@@ -28,7 +28,7 @@ struct RealtimeRoutes {
             return Subscriber(caller: try await authenticator.caller(request))
         }
         let access = try await visits.visitorLive(try await visitors.access(request), takingTicket: takingTicket)
-        return Subscriber(companyID: access.companyID, role: .visitor(visitID: access.visitID))
+        return Subscriber(companyID: access.companyID, role: .visitor(visitID: access.visitID.rawValue))
     }
 
     /// The subscriber a redeemed ticket stands for, re-checked now (the session may have
@@ -39,10 +39,7 @@ struct RealtimeRoutes {
         }
         if let visitID = redeemed.visitID {
             // The visit may have closed since the ticket was issued.
-            let status = try await visits.database.read { db in
-                try db.queryOne("SELECT status FROM visits WHERE id = ?", .text(visitID))?.string("status")
-            }.flatMap(VisitStatus.init(rawValue:))
-            guard let status else { throw HTTPError.unauthorized("invalid or expired visitor token") }
+            guard let id = VisitID(rawValue: visitID), let status = try await visits.status(of: id) else { throw HTTPError.unauthorized("invalid or expired visitor token") }
             if status.isTerminal { throw VisitError.closed(status) }
             return Subscriber(companyID: redeemed.companyID, role: .visitor(visitID: visitID))
         }

@@ -16,6 +16,13 @@ public struct Migration: Sendable {
             self.postgres = postgres
         }
         func text(for dialect: SQLDialect) -> String { dialect == .postgres ? (postgres ?? sql) : sql }
+
+        /// A table whose key is an integer the database assigns: the one column the two
+        /// dialects spell differently, passed to `create` as its definition.
+        static func table(autoincrementing key: String, _ create: (String) -> String) -> Statement {
+            Statement(create("\(key) INTEGER PRIMARY KEY AUTOINCREMENT"),
+                      postgres: create("\(key) BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"))
+        }
     }
 
     public init(version: Int, name: String, statements: [Statement]) {

@@ -77,29 +77,21 @@ enum MemoryPolicy {
 /// Calls ``MemoryPolicy/trim()`` every `interval` until stopped. The walk over the arenas'
 /// free lists costs well under a millisecond at this server's heap size.
 final class MemoryTrimmer: Sendable {
-    private let task = Locked<Task<Void, Never>?>(nil)
+    private let loop = BackgroundTask()
     let interval: Duration
 
     init(interval: Duration = .seconds(60)) { self.interval = interval }
 
     func start() {
         let interval = interval
-        task.withLock { current in
-            guard current == nil else { return }
-            current = Task.detached(priority: .background) {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: interval)
-                    if Task.isCancelled { break }
-                    MemoryPolicy.trim()
-                }
+        loop.start(priority: .background) {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if Task.isCancelled { break }
+                MemoryPolicy.trim()
             }
         }
     }
 
-    func stop() {
-        task.withLock { current in
-            current?.cancel()
-            current = nil
-        }
-    }
+    func stop() async { await loop.stop() }
 }

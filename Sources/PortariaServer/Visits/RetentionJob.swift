@@ -10,7 +10,7 @@ public actor RetentionJob {
     let media: MediaStore
     let days: Int
     let log: Log
-    private var loop: Task<Void, Never>?
+    private let loop = BackgroundTask()
 
     public struct Report: Sendable, Equatable {
         public var photos = 0
@@ -63,8 +63,7 @@ public actor RetentionJob {
 
     /// Sweeps now and then every `interval`.
     public func start(interval: Duration = .seconds(3600)) {
-        guard loop == nil else { return }
-        loop = Task { [weak self] in
+        loop.start { [weak self] in
             while !Task.isCancelled {
                 guard let self else { return }
                 do { try await self.run() } catch {
@@ -75,8 +74,6 @@ public actor RetentionJob {
         }
     }
 
-    public func stop() {
-        loop?.cancel()
-        loop = nil
-    }
+    /// Ends the loop and waits for a sweep in progress to finish.
+    public func stop() async { await loop.stop() }
 }

@@ -55,7 +55,7 @@ enum RingEngine {
     /// Performs whatever is due for one visit's ring: the next step, or the end of the window.
     static func step(_ db: any SQLConnection, visitID: String, at: Date) throws -> [EventRecord] {
         guard let job = try job(db, visitID: visitID) else { return [] }
-        guard let row = try VisitStore.load(db, id: visitID), row.status == .ringing else {
+        guard let id = VisitID(rawValue: visitID), let row = try VisitStore.load(db, id: id), row.status == .ringing else {
             try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(visitID))
             return []
         }
@@ -75,14 +75,14 @@ enum RingEngine {
         var pending: [PendingEvent] = []
         if job.nextStep > 0 && row.ringMode == .sequential {
             let previous = job.steps[job.nextStep - 1].filter { !users.contains($0) }
-            for user in try names(db, previous) {
+            for user in try AccountStore.people(db, ids: previous) {
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .timeout, user: user, channel: "scheduler",
                                              step: job.nextStep - 1, at: at)
             }
             pending.append(PendingEvent(type: .ringCancelled, data: [
                 "reason": .string(RingCancelReason.nextStep.rawValue), "user_ids": .array(previous.map(JSONValue.string))]))
         }
-        for user in try names(db, users) {
+        for user in try AccountStore.people(db, ids: users) {
             try VisitStore.insertAttempt(db, visitID: visitID, kind: .ring, user: user, channel: "push", step: job.nextStep, at: at)
         }
         let following = job.nextStep + 1
@@ -126,14 +126,8 @@ enum RingEngine {
         guard let id = try db.queryOne("""
             SELECT id FROM visits WHERE expires_at <= ? AND status IN ('ringing', 'answered', 'unanswered')
             ORDER BY expires_at LIMIT 1
-            """ + db.dialect.skipLocked, .integer(ms(at)))?.string("id"),
+            """ + db.dialect.skipLocked, .integer(ms(at)))?.string("id").flatMap(VisitID.init(rawValue:)),
               let row = try VisitStore.load(db, id: id) else { return nil }
         return try VisitEngine.apply(db, row: row, event: .expire(at: at), source: EventSource(channel: "scheduler"), at: at).events
-    }
-
-    static func names(_ db: any SQLConnection, _ ids: [String]) throws -> [PersonRef] {
-        try ids.map { id in
-            PersonRef(id: id, name: try db.queryOne("SELECT name FROM users WHERE id = ?", .text(id))?.string("name") ?? "")
-        }
     }
 }

@@ -63,10 +63,14 @@ public actor RingScheduler {
     /// Asks the loop to run now (after a decline moved a step forward).
     public func wake() { wakeUp?.yield() }
 
-    public func stop() {
+    /// Ends the loop and waits for a tick in progress to finish (its transaction
+    /// committed or rolled back), so nothing here uses the database after this returns.
+    public func stop() async {
+        let running = loop
         loop?.cancel()
         loop = nil
         wakeUp?.finish()
         wakeUp = nil
+        await running?.value
     }
 }

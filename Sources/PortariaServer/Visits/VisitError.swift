@@ -129,7 +129,7 @@ enum VisitError: RenderableError {
 
 /// What a visitor token opens, resolved at the route edge (`VisitorAuthenticator`).
 struct VisitorAccess: Sendable {
-    var visitID: String
+    var visitID: VisitID
     var companyID: String
     var status: VisitStatus
     var answeredAt: Date?

@@ -45,9 +45,9 @@ extension Schema {
                 via TEXT NOT NULL,
                 created_at BIGINT NOT NULL)
             """),
-        .init("""
+        .table(autoincrementing: "id") { id in """
             CREATE TABLE visit_attempts (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                \(id),
                 visit_id TEXT NOT NULL REFERENCES visits(id) ON DELETE CASCADE,
                 kind TEXT NOT NULL,
                 user_id TEXT,
@@ -57,19 +57,7 @@ extension Schema {
                 step INTEGER,
                 detail TEXT,
                 created_at BIGINT NOT NULL)
-            """, postgres: """
-            CREATE TABLE visit_attempts (
-                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                visit_id TEXT NOT NULL REFERENCES visits(id) ON DELETE CASCADE,
-                kind TEXT NOT NULL,
-                user_id TEXT,
-                user_name TEXT,
-                device_id TEXT,
-                channel TEXT,
-                step INTEGER,
-                detail TEXT,
-                created_at BIGINT NOT NULL)
-            """),
+            """ },
         .init("CREATE INDEX visit_attempts_visit ON visit_attempts (visit_id, id)"),
         // Photo and voice message metadata; the bytes live under --data-dir.
         .init("""
@@ -121,25 +109,16 @@ extension Schema {
         // The event log: written in the same transaction as every visit change. The
         // in-process event bus, the realtime replay (`?since=seq`) and the push layer
         // read it.
-        .init("""
+        .table(autoincrementing: "seq") { seq in """
             CREATE TABLE events (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                \(seq),
                 company_id TEXT NOT NULL,
                 visit_id TEXT,
                 unit_id TEXT,
                 type TEXT NOT NULL,
                 data TEXT NOT NULL,
                 created_at BIGINT NOT NULL)
-            """, postgres: """
-            CREATE TABLE events (
-                seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                company_id TEXT NOT NULL,
-                visit_id TEXT,
-                unit_id TEXT,
-                type TEXT NOT NULL,
-                data TEXT NOT NULL,
-                created_at BIGINT NOT NULL)
-            """),
+            """ },
         .init("CREATE INDEX events_company_seq ON events (company_id, seq)"),
         .init("CREATE INDEX events_visit ON events (visit_id, seq)"),
     ]

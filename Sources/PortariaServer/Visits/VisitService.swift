@@ -197,7 +197,8 @@ public struct VisitService: Sendable {
         }
         let token = Crypto.opaqueToken()
         let geofence = Geofence.evaluate(location: request.location, gate: gate.gate, radius: gate.radius)
-        let id = UUID().uuidString.lowercased()
+        let visitID = VisitID.issue()
+        let id = visitID.rawValue
         let lifetime = configuration.visitLifetime
         let creation = try await database.write { db -> Creation in
             if let rateLimit {
@@ -224,7 +225,7 @@ public struct VisitService: Sendable {
                      .text(geofence.status.rawValue), geofence.distanceM.map { .integer(Int64($0)) } ?? .null,
                      .text(rule.rawValue), .text(mode.rawValue), .date(now.addingTimeInterval(TimeInterval(window))),
                      .text(Crypto.tokenHash(token)), .date(now.addingTimeInterval(lifetime)), .date(now), .date(now))
-            guard let row = try VisitStore.load(db, id: id) else { throw StorageError.failed("visit vanished") }
+            guard let row = try VisitStore.load(db, id: visitID) else { throw StorageError.failed("visit vanished") }
             var data: [String: JSONValue] = ["visitor_name": .string(row.visitorName),
                                              "geofence": .object(["status": .string(geofence.status.rawValue),
                                                                   "distance_m": geofence.distanceM.map { .number(Double($0)) } ?? .null])]
@@ -242,7 +243,7 @@ public struct VisitService: Sendable {
                 events += try RingEngine.start(db, row: row, targets: targets,
                                                stepSeconds: Int(try unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
             }
-            guard let after = try VisitStore.load(db, id: id) else { throw StorageError.failed("visit vanished") }
+            guard let after = try VisitStore.load(db, id: visitID) else { throw StorageError.failed("visit vanished") }
             return .created(try VisitStore.dto(db, after), events)
         }
         switch creation {
@@ -264,7 +265,7 @@ public struct VisitService: Sendable {
         if access.status.isTerminal { throw VisitError.closed(access.status) }
         if takingTicket {
             let decision = try await RateLimiter(database: database).admit(
-                "visitor-ticket:" + access.visitID, max: configuration.ticketsPerVisit,
+                "visitor-ticket:" + access.visitID.rawValue, max: configuration.ticketsPerVisit,
                 window: configuration.visitorTicketWindow, now: clock.now())
             if !decision.allowed { throw Self.rateLimited(decision.window) }
         }
@@ -279,7 +280,7 @@ public struct VisitService: Sendable {
               clock.now() < answeredAt.addingTimeInterval(configuration.callWindow) else {
             throw VisitError.callNotActive(access.status)
         }
-        return access.visitID
+        return access.visitID.rawValue
     }
 
     func visitorVisit(_ access: VisitorAccess) async throws -> PublicVisit {
@@ -311,7 +312,8 @@ public struct VisitService: Sendable {
     /// decision racing the upload wins. Uploads count per token (`uploadsPerVisit`, 429)
     /// and bytes per company and day (`mediaBytesPerCompanyPerDay`, 507).
     func visitorUpload(_ access: VisitorAccess, kind: MediaKind, body: [UInt8]) async throws -> PublicVisit {
-        let id = access.visitID
+        let visitID = access.visitID
+        let id = visitID.rawValue
         try Self.checkMediaOpen(access.status)
         let allowance = try await RateLimiter(database: database).admit(
             "visitor-upload:" + id, max: configuration.uploadsPerVisit, window: configuration.visitLifetime, now: clock.now())
@@ -348,7 +350,7 @@ public struct VisitService: Sendable {
         let path = try media.write(stored.bytes, companyID: companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
         do {
             let (visit, replaced, events) = try await database.write { db -> (Visit, String?, [EventRecord]) in
-                guard let row = try VisitStore.lock(db, id: id) else { throw VisitError.visitNotFound }
+                guard let row = try VisitStore.lock(db, id: visitID) else { throw VisitError.visitNotFound }
                 try Self.checkMediaOpen(row.status)
                 if try Self.mediaBytesToday(db, companyID: companyID, now: now) + size > quota {
                     throw VisitError.mediaQuotaExceeded(quotaBytes: quota)
@@ -400,7 +402,12 @@ public struct VisitService: Sendable {
 
     // MARK: Residents and operators
 
-    func visit(id: String) async throws -> Visit {
+    /// The visit's status alone; nil when there is no such visit.
+    func status(of id: VisitID) async throws -> VisitStatus? {
+        try await database.read { db in try VisitStore.status(db, id: id) }
+    }
+
+    func visit(id: VisitID) async throws -> Visit {
         try await database.read { db in
             guard let row = try VisitStore.load(db, id: id) else { throw VisitError.visitNotFound }
             return try VisitStore.dto(db, row)
@@ -410,11 +417,10 @@ public struct VisitService: Sendable {
     /// Operators (and admins, who hold `operator`) see the whole company; residents
     /// their own units. Anything else is 404, as if it did not exist.
     static func canSee(_ caller: Caller, companyID: String, unitID: String) -> Bool {
-        caller.companyID == companyID && (caller.has(Permission.operatorConsole) || caller.unitIDs.contains(unitID))
+        caller.companyID == companyID && (caller.has(Permission.operatorConsole) || UnitID(rawValue: unitID).map(caller.unitIDs.contains) == true)
     }
 
-    public func visit(id visitID: VisitID, caller: Caller) async throws -> Visit {
-        let id = visitID.rawValue
+    public func visit(id: VisitID, caller: Caller) async throws -> Visit {
         // The visit, its timeline and its resolution from one snapshot, so they agree.
         let visit = try await database.readSnapshot { db -> Visit? in
             guard let row = try VisitStore.load(db, id: id), Self.canSee(caller, companyID: row.companyID, unitID: row.unitID) else { return nil }
@@ -456,7 +462,7 @@ public struct VisitService: Sendable {
             after = (ms, id)
         }
         let operatorView = caller.has(Permission.operatorConsole)
-        let units = caller.unitIDs.sorted()
+        let units = caller.unitIDs.map(\.rawValue).sorted()
         if !operatorView && units.isEmpty { return VisitPage(visits: [], nextCursor: nil) }
         let companyID = caller.companyID
         let position = after
@@ -521,7 +527,7 @@ public struct VisitService: Sendable {
         let hook = beforeIdempotentWork
         let outcome = try await idempotency.run(userID: caller.user.id, key: key, requestHash: hash, now: now,
                                                           beforeWork: hook) { db in
-            guard let row = try VisitStore.lock(db, id: visitID) else { throw VisitError.visitNotFound }
+            guard let row = try VisitStore.lock(db, id: id) else { throw VisitError.visitNotFound }
             let event: VisitEvent
             var via = ResolutionChannel.app
             switch action {

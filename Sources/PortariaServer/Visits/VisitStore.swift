@@ -92,14 +92,19 @@ enum VisitStore {
             updatedAt: try required.date("updated_at"), resolution: resolution)
     }
 
-    static func load(_ db: any SQLConnection, id: String) throws -> VisitRow? {
-        try db.queryOne(select + " WHERE v.id = ?", .text(id)).map(row)
+    static func load(_ db: any SQLConnection, id: VisitID) throws -> VisitRow? {
+        try db.queryOne(select + " WHERE v.id = ?", .text(id.rawValue)).map(row)
+    }
+
+    /// Just the visit's status (a ticket re-checked at redemption); nil for no such visit.
+    static func status(_ db: any SQLConnection, id: VisitID) throws -> VisitStatus? {
+        try db.queryOne("SELECT status FROM visits WHERE id = ?", .text(id.rawValue))?.string("status").flatMap(VisitStatus.init(rawValue:))
     }
 
     /// Locks the visit row for the rest of the transaction (PostgreSQL; SQLite's write
     /// transaction is already exclusive) and loads it.
-    static func lock(_ db: any SQLConnection, id: String) throws -> VisitRow? {
-        guard try db.queryOne("SELECT id FROM visits WHERE id = ?" + db.dialect.forUpdate, .text(id)) != nil else { return nil }
+    static func lock(_ db: any SQLConnection, id: VisitID) throws -> VisitRow? {
+        guard try db.queryOne("SELECT id FROM visits WHERE id = ?" + db.dialect.forUpdate, .text(id.rawValue)) != nil else { return nil }
         return try load(db, id: id)
     }
 
@@ -162,12 +167,12 @@ enum VisitStore {
             JOIN users us ON us.id = o.user_id
             WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
             """, .text(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
-        return try viewers(db, of: ordered.isEmpty ? residents(db, unitID: unitID) : ordered, unitID: unitID)
+        return try viewers(db, of: ordered.isEmpty ? AccountStore.residents(db, unitID: unitID) : ordered, unitID: unitID)
     }
 
     /// The residents of a unit told about its visits (delivery rules' notices).
     static func notifiedResidents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
-        try viewers(db, of: residents(db, unitID: unitID), unitID: unitID)
+        try viewers(db, of: AccountStore.residents(db, unitID: unitID), unitID: unitID)
     }
 
     /// `people` who hold `visits.view` in the unit's company.
@@ -180,13 +185,6 @@ enum VisitStore {
             try AccountStore.memberships(db, userID: person.id, companyID: companyID).first?
                 .effectivePermissions.contains(Permission.visitsView) == true
         }
-    }
-
-    static func residents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
-        try db.query("""
-            SELECT DISTINCT us.id, us.name FROM membership_units mu JOIN users us ON us.id = mu.user_id
-            WHERE mu.unit_id = ? AND us.disabled = 0 ORDER BY us.name, us.id
-            """, .text(unitID)).map { PersonRef(id: try $0.required.string("id"), name: try $0.required.string("name")) }
     }
 
     /// Users rung so far for a visit (for ring cancellations).

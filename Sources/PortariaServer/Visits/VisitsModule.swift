@@ -141,12 +141,27 @@ public final class VisitsModule: Sendable {
         // MARK: Unit settings
         router.get("/v1/units/{id}/settings") { request in
             let caller = try await authenticator.caller(request)
-            return .json(try await settings.settings(unitID: try request.parameter("id"), caller: caller))
+            let unitID = try request.parameter("id", as: UnitID.self, notFound: "unit not found")
+            return .json(try await settings.settings(unitID: unitID, caller: caller))
         }
         router.put("/v1/units/{id}/settings") { request in
             let caller = try await authenticator.caller(request)
-            return .json(try await settings.update(unitID: try request.parameter("id"), caller: caller, request: request))
+            let unitID = try request.parameter("id", as: UnitID.self, notFound: "unit not found")
+            try await settings.authorizeChange(unitID: unitID, caller: caller)
+            return .json(try await settings.update(unitID: unitID, caller: caller, settings: try Self.unitSettings(request)))
         }
+    }
+
+    /// A settings body, strictly: a JSON object of known fields only (an unknown one is a
+    /// 400 naming it), then the typed decode.
+    static func unitSettings(_ request: HTTPRequest) throws -> UnitSettings {
+        guard case .object(let object) = try request.decode(JSONValue.self) else {
+            throw HTTPError.invalidRequest("the request body must be a JSON object")
+        }
+        if let unknown = object.keys.sorted().first(where: { !UnitSettingsService.fields.contains($0) }) {
+            throw HTTPError.invalidRequest("\(unknown) is not a unit setting", field: unknown)
+        }
+        return try request.decode(UnitSettings.self)
     }
 
     /// An action's answer as first given (or replayed, marked `Idempotent-Replayed`).

@@ -52,7 +52,7 @@ struct AuthFixture {
 }
 
 func httpError(_ body: () async throws -> Void) async -> HTTPError? {
-    do { try await body(); return nil } catch let error as HTTPError { return error } catch { return nil }
+    do { try await body(); return nil } catch let error as any RenderableError { return HTTPError(rendering: error) } catch { return nil }
 }
 
 @Suite("Accounts and login", .serialized)
@@ -153,7 +153,7 @@ struct AuthServiceTests {
                         do {
                             _ = try await auth.login(LoginRequest(username: "joao", password: "guess-\(index)"), clientAddress: "10.9.0.1")
                             return 200
-                        } catch let error as HTTPError { return error.status } catch { return 0 }
+                        } catch let error as any RenderableError { return error.status } catch { return 0 }
                     }
                 }
                 return await group.reduce(into: [Int]()) { $0.append($1) }
