@@ -90,6 +90,7 @@ public final class Application: Sendable {
         pushShutdown = push.shutdown
         var workerConfiguration = PushWorker.Configuration()
         workerConfiguration.lease = configuration.pushLease
+        if database.dialect.isSharedByInstances { workerConfiguration.pollInterval = PushWorker.Configuration.notifiedPollInterval }
         pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
                                 sink: VisitTimelinePushSink(), log: log)
 
@@ -139,8 +140,19 @@ public final class Application: Sendable {
         let feed = realtime
         auth.sessionEnded = { sessionID in feed.endSession(sessionID) }
         if database.dialect.isSharedByInstances {
-            listener = PostgresListener(url: configuration.databaseURL, channel: NotificationChannel.events.rawValue, log: log) { companyID in
-                if let companyID { feed.poke(companyID: companyID) } else { feed.pokeAll() }
+            // One connection for every channel: events poke the feed, call messages go to the
+            // feed's calls (decision 0040), push enqueues anywhere wake this worker.
+            let channels: [NotificationChannel] = [.events, .calls, .push]
+            listener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue), log: log) { notification in
+                switch notification {
+                case .payload(NotificationChannel.events.rawValue, let companyID): feed.poke(companyID: companyID)
+                case .payload(NotificationChannel.calls.rawValue, let message): feed.relayed(message)
+                case .payload(NotificationChannel.push.rawValue, _): worker.wake()
+                case .payload: break
+                case .reconnected:
+                    feed.pokeAll()
+                    worker.wake()
+                }
             }
         } else {
             listener = nil

@@ -186,6 +186,10 @@ public enum TransactionLock: Sendable, Equatable {
 public enum NotificationChannel: String, Sendable {
     /// Payload: a company id whose event log grew.
     case events = "portaria_events"
+    /// Payload: a video-call message between instances (`CallRelayMessage`, decision 0040).
+    case calls = "portaria_calls"
+    /// Payload: empty; push jobs were enqueued, so every instance's worker looks for work.
+    case push = "portaria_push"
 }
 
 /// A connection handed to a read or write closure. Synchronous on purpose: the closure
