@@ -91,6 +91,7 @@ public final class Application: Sendable {
         var workerConfiguration = PushWorker.Configuration()
         workerConfiguration.lease = configuration.pushLease
         if database.dialect.isSharedByInstances { workerConfiguration.pollInterval = PushWorker.Configuration.notifiedPollInterval }
+        if let poll = configuration.pushPollInterval { workerConfiguration.pollInterval = poll }
         pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
                                 sink: VisitTimelinePushSink(), log: log)
 
@@ -206,7 +207,7 @@ public final class Application: Sendable {
         try await visits.start()
         listener?.start()
         try server.start()
-        pushWorker.start()
+        if configuration.runsPushWorker { pushWorker.start() }
         memoryTrimmer.start()
         log.info("listening", ["host": .string(configuration.host), "port": .number(Double(server.port)),
                                "database": .string(configuration.databaseURL.hasPrefix("sqlite") ? "sqlite" : "postgres")])
