@@ -51,7 +51,8 @@ test: bootstrap
 	if ((status == 0)); then \
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
 	  scripts/with-postgres -- bash -c '$(SWIFT) test --skip-build --no-parallel --filter "^(PortariaCoreTests|PortariaClientTests|PortariaServerTests)\." \
-	    && $(SWIFT) test --skip-build --filter "^PortariaEndToEndTests\."' || status=$$?; \
+	    && $(SWIFT) test --skip-build --filter "^PortariaEndToEndTests\."' 2>&1 | tee .build/test-output.log || status=$$?; \
+	  if ((status != 0)); then scripts/failure-digest .build/test-output.log test; fi; \
 	fi; \
 	if ((status == 0)); then scripts/fuzz --seconds 30 || status=$$?; fi; \
 	if ((status == 0)) && [[ -n "$(SANITIZE)" ]]; then \

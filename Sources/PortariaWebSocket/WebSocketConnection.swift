@@ -61,6 +61,9 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     private var lastReceived: UInt64
     private var pingSentAt: UInt64?
     private var closeStartedAt: UInt64?
+    /// When the lingering close began (see ``linger(fallback:)``).
+    private var lingerStartedAt: UInt64?
+    private var lingerFallback: (code: WebSocketCloseCode, reason: String)?
     private var watchedEvents: UInt32 = 0
     /// True while wslay_event_recv runs: handlers may send or close from inside it, and
     /// the socket must not be released under wslay's feet. Sends wait for the flush after
@@ -73,7 +76,9 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Owner's per-connection value (the server hub keeps its bookkeeping here).
     var attachment: AnyObject?
 
-    private enum Phase { case open, closing, closed }
+    /// `lingering`: our close frame is out and our side of the stream shut down; what the
+    /// peer still sends is read and thrown away until it closes or the linger times out.
+    private enum Phase { case open, closing, lingering, closed }
 
     private static let counter = Locked<UInt64>(0)
 
@@ -265,6 +270,10 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
 
     func handle(events: UInt32) {
         guard phase != .closed, let context else { return }
+        if phase == .lingering {
+            drainWhileLingering()
+            return
+        }
         let readable = events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
         if readable && wslay_event_want_read(context) != 0 {
             receiving = true
@@ -284,8 +293,22 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
 
     func tick(now: UInt64) {
         guard phase != .closed, let context else { return }
+        if phase == .lingering {
+            if let lingerStartedAt, now &- lingerStartedAt > configuration.closeTimeout.nanoseconds {
+                finish(fallback: lingerFallback ?? (.abnormal, "close timeout"))
+            }
+            return
+        }
         if let closeStartedAt, now &- closeStartedAt > configuration.closeTimeout.nanoseconds {
-            finish(fallback: localClose ?? (.abnormal, "close timeout"))
+            let fallback = localClose ?? (.abnormal, "close timeout")
+            // The peer never answered our close frame — it may be busy writing (a flood
+            // whose tail is still in flight). Our frame may still sit in the kernel's send
+            // buffer: linger so it is delivered rather than reset away.
+            if wslay_event_get_close_sent(context) != 0 {
+                linger(fallback: fallback)
+            } else {
+                finish(fallback: fallback)
+            }
             return
         }
         guard phase == .open, let interval = configuration.pingInterval else { return }
@@ -309,7 +332,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Sends what wslay has queued, then watches the socket for exactly what is still
     /// needed: `EPOLLIN` while wslay reads, `EPOLLOUT` only while a send would block.
     private func flush() {
-        guard phase != .closed, !receiving, let context else { return }
+        guard phase == .open || phase == .closing, !receiving, let context else { return }
         if wslay_event_want_write(context) != 0 && wslay_event_send(context) != 0 {
             finish(fallback: (.abnormal, "connection lost"))
             return
@@ -318,13 +341,19 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     }
 
     private func update() {
-        guard phase != .closed, let context else { return }
+        guard phase == .open || phase == .closing, let context else { return }
         let wantRead = wslay_event_want_read(context) != 0
         let wantWrite = wslay_event_want_write(context) != 0
         if !wantRead && !wantWrite {
             // Close frames went both ways (or we gave up reading after an error and our
-            // close frame is out): the WebSocket is over.
-            finish(fallback: localClose ?? (.normal, ""))
+            // close frame is out): the WebSocket is over. A peer that sent its close frame
+            // sends nothing after it; one that did not (we failed the connection, 1007/1008)
+            // may still be writing, and closing on its unread bytes would reset ours away.
+            if wslay_event_get_close_received(context) == 0 && wslay_event_get_close_sent(context) != 0 {
+                linger(fallback: localClose ?? (.normal, ""))
+            } else {
+                finish(fallback: localClose ?? (.normal, ""))
+            }
             return
         }
         let events = (wantRead ? EPOLLIN.rawValue : 0) | (wantWrite ? EPOLLOUT.rawValue : 0)
@@ -333,6 +362,56 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
             loop.modify(descriptor, events: events)
         }
     }
+
+    /// A lingering close. Closing a socket whose receive buffer holds unread bytes makes
+    /// the kernel send a reset, and a reset discards whatever of ours is still queued for
+    /// the peer — our close frame included, so the peer sees 1006 instead of our code. So:
+    /// shut down our side (the peer reads everything we sent, then end of stream), read
+    /// and discard what it still sends, and release the socket at its end of stream or
+    /// after `closeTimeout`, whichever comes first. Nothing read here is kept.
+    private func linger(fallback: (code: WebSocketCloseCode, reason: String)) {
+        guard phase == .open || phase == .closing else { return }
+        if receiving {
+            if deferredFinish == nil { deferredFinish = fallback }
+            return
+        }
+        phase = .lingering
+        lingerStartedAt = MonotonicClock.now()
+        lingerFallback = fallback
+        if Glibc.shutdown(descriptor, Int32(SHUT_WR)) != 0 {
+            finish(fallback: fallback)
+            return
+        }
+        if watchedEvents != EPOLLIN.rawValue {
+            watchedEvents = EPOLLIN.rawValue
+            loop.modify(descriptor, events: watchedEvents)
+        }
+        drainWhileLingering()
+    }
+
+    /// Reads and discards, at most `lingerReadBudget` bytes per wake-up so one flooding
+    /// peer cannot hold the loop; releases the socket at end of stream or on an error.
+    private func drainWhileLingering() {
+        guard phase == .lingering else { return }
+        let fallback = lingerFallback ?? (.normal, "")
+        var drained = 0
+        let ended = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16 * 1024) { scratch -> Bool in
+            while drained < Self.lingerReadBudget {
+                let received = recv(descriptor, scratch.baseAddress, scratch.count, 0)
+                if received > 0 {
+                    drained += received
+                    continue
+                }
+                if received < 0 && errno == EINTR { continue }
+                if received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return false }
+                return true // end of stream, or the peer reset: nothing left to wait for
+            }
+            return false
+        }
+        if ended { finish(fallback: fallback) }
+    }
+
+    private static let lingerReadBudget = 256 * 1024
 
     /// Releases the socket and reports the close once.
     private func finish(fallback: (code: WebSocketCloseCode, reason: String)) {

@@ -110,6 +110,39 @@ package final class RawConnection: @unchecked Sendable {
         return true
     }
 
+    /// How many received bytes wait unread in the kernel (a peek: nothing is consumed),
+    /// plus any the connection already buffered.
+    package func unreadByteCount() -> Int {
+        var scratch = [UInt8](repeating: 0, count: 8 << 20)
+        let count = scratch.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+        return buffer.count + max(count, 0)
+    }
+
+    /// Everything the server sends until it ends the stream: the bytes (including any left
+    /// over from an earlier read) and whether the end was a reset rather than a clean end
+    /// of stream. Throws when `timeout` passes first.
+    package func readUntilClosed(timeout: Duration) throws -> (bytes: [UInt8], reset: Bool) {
+        let deadline = ContinuousClock.now + timeout
+        var received = buffer
+        buffer = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { throw HarnessError("timed out waiting for the server to close") }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000)
+            if poll(&poller, 1, max(1, milliseconds)) == 0 { continue }
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += chunk[..<count]
+            } else if count == 0 {
+                return (received, false)
+            } else if errno != EINTR && errno != EAGAIN {
+                return (received, errno == ECONNRESET)
+            }
+        }
+    }
+
     /// True when the server closes (or resets) the connection before `timeout`.
     package func waitForClose(timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
