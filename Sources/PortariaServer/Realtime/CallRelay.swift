@@ -5,7 +5,7 @@ import PortariaCore
 /// `portaria_calls` (decision 0040). A call's state lives on one instance, its *owner*;
 /// the others forward what their sockets send (`signal`), say when a participant's sockets
 /// come and go (`presence`), and deliver what the owner sends to a participant they hold
-/// (`frame`).
+/// (`frame`); the owner says when it takes a call (`claimed`).
 ///
 /// The routing fields (`kind`, visit, company, sender, addressee, peer) always travel in
 /// the notification itself, so an instance that holds nobody of the call drops it after a
@@ -19,6 +19,10 @@ struct CallRelayMessage: Sendable, Equatable {
         case presence
         /// A frame the owner's registry addressed to `peer`, for whoever holds its sockets.
         case frame
+        /// `from` now owns the call of `visitID` with the resident device `peer`: an instance
+        /// holding either participant answers with `presence` (its socket may have opened
+        /// after its own look-up found no call yet).
+        case claimed
     }
 
     var kind: Kind

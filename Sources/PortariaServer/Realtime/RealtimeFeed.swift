@@ -474,6 +474,9 @@ private final class FeedState {
                                                    instance: instanceID, at: Date()) else { return false }
         if call.owner == instanceID {
             ownedCalls[visitID] = OwnedCall(companyID: companyID)
+            // A participant whose socket opened elsewhere before this claim was committed
+            // found no call then: its instance hears of it now.
+            try await send(.init(kind: .claimed, visitID: visitID, companyID: companyID, from: instanceID, peer: resident))
             return true
         }
         remoteCalls[visitID] = call
@@ -557,6 +560,14 @@ private final class FeedState {
             }
             guard let message = try await whole(routing), let type = message.type, let data = message.data else { return }
             try await perform(await calls.receive(type: type, data: Array(data.utf8), from: routing.peer))
+        case .claimed:
+            guard case .resident = routing.peer, ownedCalls[routing.visitID] == nil else { return }
+            let call = CallRelayStore.Call(visitID: routing.visitID, companyID: routing.companyID, owner: routing.from, resident: routing.peer)
+            for peer in [CallPeer.visitor(visitID: routing.visitID), routing.peer] where isLocal(peer, companyID: routing.companyID) {
+                remoteCalls[routing.visitID] = call
+                try await send(.init(kind: .presence, visitID: routing.visitID, companyID: routing.companyID, from: instanceID,
+                                     to: routing.from, peer: peer, present: true))
+            }
         case .frame:
             guard isLocal(routing.peer, companyID: routing.companyID) else { return }
             guard let message = try await whole(routing), let type = message.type, let text = message.data,
