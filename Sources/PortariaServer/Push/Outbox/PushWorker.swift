@@ -176,7 +176,10 @@ public final class PushWorker: Sendable {
         let at = now()
         let lease = configuration.lease
         let owner = instanceID
-        return try await database.write { db in
+        // Not durable: the claim is half of the gate POST → ring path's disk waits, and a
+        // lost claim only makes the job pending again (sent again, de-duplicated by
+        // `push_id` as after any crash between sending and recording).
+        return try await database.writeNotDurable { db in
             var sql = """
                 SELECT id FROM push_jobs
                 WHERE ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?))
