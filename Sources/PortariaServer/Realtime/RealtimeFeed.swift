@@ -420,7 +420,13 @@ private final class FeedState {
                         "type": .string(frame.type), "seq": .number(Double(member.lastDelivered)), "data": data,
                     ]).jsonText)
                 }
-                if relaysCalls { try await relayFrame(frame, data: data, to: peer) }
+                // Like a socket write, a failed relay loses this frame only: the directives
+                // after it (the timeline row) still run.
+                if relaysCalls {
+                    do { try await relayFrame(frame, data: data, to: peer) } catch {
+                        log.error("call frame relay failed", ["type": .string(frame.type), "error": .string(String(describing: error))])
+                    }
+                }
             case .record(let record):
                 // The frames matter more than the timeline row: a failed insert is logged,
                 // the remaining directives still run.
