@@ -23,6 +23,10 @@ DATABASE ?= sqlite://./portaria.db
 RELEASE_BIN := .build/release/portaria
 
 FUZZ_SECONDS ?= 300
+# How many end-to-end tests run at once (swift-testing's parallelization width). Unbounded,
+# all ~120 start together: dozens of servers, browsers and coturn on 2 cores, and tests'
+# deadlines measured the start storm instead of the product (docs/reliability.md).
+E2E_WIDTH ?= 8
 # Sanitized runs at the end of `make test` (scripts/sanitize): address, thread, all, or
 # empty to skip (`SANITIZE= make test`, `SANITIZE= make test-repeat`).
 SANITIZE ?= address
@@ -51,7 +55,7 @@ test: bootstrap
 	if ((status == 0)); then \
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
 	  scripts/with-postgres -- bash -c '$(SWIFT) test --skip-build --no-parallel --filter "^(PortariaCoreTests|PortariaClientTests|PortariaServerTests)\." \
-	    && $(SWIFT) test --skip-build --filter "^PortariaEndToEndTests\."' 2>&1 | tee .build/test-output.log || status=$$?; \
+	    && SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(E2E_WIDTH) $(SWIFT) test --skip-build --filter "^PortariaEndToEndTests\."' 2>&1 | tee .build/test-output.log || status=$$?; \
 	  if ((status != 0)); then scripts/failure-digest .build/test-output.log test; fi; \
 	fi; \
 	if ((status == 0)); then scripts/fuzz --seconds 30 || status=$$?; fi; \

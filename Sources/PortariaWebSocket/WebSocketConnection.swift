@@ -184,6 +184,17 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         startClose(code: code, reason: reason)
     }
 
+    /// Fails the connection (RFC 6455 §7.1.7): our close frame with `code`, and nothing
+    /// more is read or handed to the handlers; what the peer still sends is discarded
+    /// while the frame gets out (a lingering close), then the socket is released. For a
+    /// peer that must not cost us parsing any more (a flood). Loop thread only.
+    public func failOnLoop(code: WebSocketCloseCode, reason: String) {
+        assert(loop.isInLoop)
+        guard phase == .open || phase == .closing else { return }
+        failConnection(code, reason)
+        flush()
+    }
+
     /// Releases the socket at once, without waiting for a close handshake. Loop thread only.
     public func abortOnLoop(code: WebSocketCloseCode, reason: String) {
         assert(loop.isInLoop)

@@ -102,6 +102,12 @@ public final class ResidentAppModel {
         }
     }
 
+    /// The reader awaits the stream's next element; a model that goes away (a test, a
+    /// scene torn down) must end it, or the task and the stream's buffers stay behind.
+    deinit {
+        reader?.cancel()
+    }
+
     private static func makeHome(_ dependencies: Dependencies, timeZone: TimeZone) -> HomeViewModel {
         let session = dependencies.session
         return HomeViewModel(queue: dependencies.queue, timeZone: timeZone, companyID: { await session.selectedCompanyID },

@@ -107,7 +107,9 @@ struct RealtimeRoutes {
                     // Size is capped by the hub (1009); rate and backlog here, on the loop
                     // thread, before anything reaches the feed's queue.
                     guard budget.admit() else {
-                        connection.abortOnLoop(code: .policyViolation, reason: "too many messages")
+                        // Nothing more of the flood is parsed; the 1008 still reaches the
+                        // client (WebSocketConnection's lingering close).
+                        connection.failOnLoop(code: .policyViolation, reason: "too many messages")
                         return
                     }
                     feed.received(connection, text, budget: budget)
