@@ -166,4 +166,58 @@ struct CallsAcrossInstancesTests {
         await a.stop()
         await b.stop()
     }
+    @Test("the visit is resolved while both participants are on B and the call's owner A follows nobody of the company: the call still ends with visit_closed",
+          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+    func visitClosedAwayFromTheOwner() async throws {
+        let database = try #require(try EndToEndPostgres.create())
+        defer { database.drop() }
+        let a = try await TestServer.start(["--demo", "--database", database.url])
+        let b = try await TestServer.start(["--database", database.url])
+        do {
+            let (visit, visitorToken) = try await R.ring(a)
+            let maria = try await R.login(b, "maria")
+            func connectGatePage(_ server: TestServer) async throws -> R.Reader {
+                let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
+                let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
+                let reader = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
+                try await reader.waitUntilSubscribed()
+                return reader
+            }
+            // Only the gate page is connected when Maria answers: A holds the call.
+            let gateOnA = try await connectGatePage(a)
+            let witnessOnB = try await R.subscribe(b, maria, query: "?device_id=tablet-8")
+            let answered = try await b.request("POST", "/v1/visits/\(visit)/answer",
+                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+                body: Array(#"{"device_id":"phone-1"}"#.utf8))
+            #expect(answered.status == 200, "\(answered.text)")
+            _ = try await gateOnA.until("visit.answered", timeout: .seconds(10))
+            _ = try await witnessOnB.until("visit.answered", timeout: .seconds(10))
+            let phone = try await R.subscribe(b, maria, query: "?device_id=phone-1")
+            gateOnA.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":"v=0\r\n"}"#))
+            _ = try await phone.until("call.offer", timeout: .seconds(10))
+            // The gate page moves to B: A now holds no socket of the company.
+            let gateOnB = try await connectGatePage(b)
+            gateOnA.connection.close()
+            _ = await gateOnA.closeCode(timeout: .seconds(10))
+            phone.connection.send(text: Self.frame("call.answer", #"{"visit_id":"\#(visit)","sdp":"v=0\r\n"}"#))
+            _ = try await gateOnB.until("call.answer", timeout: .seconds(10))
+
+            let resolved = try await R.resolve(b, maria, visit: visit)
+            #expect(resolved.status == 200, "\(resolved.text)")
+            let ended = try await phone.until("call.ended", timeout: .seconds(10)).last
+            #expect(ended?["data"]?["reason"]?.stringValue == "visit_closed", "\(ended.map { "\($0)" } ?? "none")")
+            let recorded = await eventually(within: .seconds(10)) {
+                let kinds = (try? await Self.attempts(b, maria, visit: visit))?.compactMap { $0["kind"] as? String } ?? []
+                return kinds.contains("call_ended")
+            }
+            #expect(recorded, "the owner never ended the call")
+        } catch {
+            await a.stop()
+            await b.stop()
+            throw error
+        }
+        await a.stop()
+        await b.stop()
+    }
 }

@@ -23,6 +23,9 @@ struct CallRelayMessage: Sendable, Equatable {
         /// holding either participant answers with `presence` (its socket may have opened
         /// after its own look-up found no call yet).
         case claimed
+        /// A participant's instance saw the visit close: for an owner that follows nobody
+        /// of the company any more (and so did not see it), which checks and ends the call.
+        case closed
     }
 
     var kind: Kind

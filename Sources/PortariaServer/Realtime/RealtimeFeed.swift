@@ -392,7 +392,10 @@ private final class FeedState {
                 log.warning("call not started", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
             }
         case .resolved?, .cancelled?, .expired?:
-            remoteCalls.removeValue(forKey: visitID)
+            if relaysCalls, let call = remoteCalls.removeValue(forKey: visitID) {
+                try await send(.init(kind: .closed, visitID: visitID, companyID: call.companyID, from: instanceID,
+                                     to: call.owner, peer: call.resident))
+            }
             try await perform(await calls.close(visitID: visitID))
             await closeVisitorSockets(visitID: visitID, companyID: event.companyID)
         default:
@@ -566,6 +569,11 @@ private final class FeedState {
             }
             guard let message = try await whole(routing), let type = message.type, let data = message.data else { return }
             try await perform(await calls.receive(type: type, data: Array(data.utf8), from: routing.peer))
+        case .closed:
+            // The log, not the message, says whether the visit closed.
+            guard routing.to == instanceID, ownedCalls[routing.visitID]?.companyID == routing.companyID,
+                  try await visitIsClosed(routing.visitID) else { return }
+            try await perform(await calls.close(visitID: routing.visitID))
         case .claimed:
             guard case .resident = routing.peer, ownedCalls[routing.visitID] == nil else { return }
             let call = CallRelayStore.Call(visitID: routing.visitID, companyID: routing.companyID, owner: routing.from, resident: routing.peer)

@@ -14,6 +14,8 @@ struct CallRelayMessageTests {
         CallRelayMessage(kind: .presence, visitID: "v-1", companyID: "c-1", from: "i-b", to: "i-a", peer: resident, present: false),
         CallRelayMessage(kind: .frame, visitID: "v-1", companyID: "c-1", from: "i-a", peer: resident,
                          type: "call.ended", data: #"{"reason":"hangup"}"#),
+        CallRelayMessage(kind: .claimed, visitID: "v-1", companyID: "c-1", from: "i-a", peer: resident),
+        CallRelayMessage(kind: .closed, visitID: "v-1", companyID: "c-1", from: "i-b", to: "i-a", peer: resident),
     ])
     func roundTrip(_ message: CallRelayMessage) {
         #expect(CallRelayMessage.parse(message.jsonText) == message)
