@@ -626,7 +626,12 @@ private final class FeedState {
 
     /// Closes sockets whose session ended (logout, refresh-token reuse, disabled user).
     func checkSessions() async throws {
-        if relaysCalls { try await callStore.sweep(now: Date()) }
+        if relaysCalls {
+            // Housekeeping must not cost the session check below its turn.
+            do { try await callStore.sweep(now: Date()) } catch {
+                log.error("call relay sweep failed", ["error": .string(String(describing: error))])
+            }
+        }
         let sessions = Array(Set(companies.values.flatMap(\.members.values).compactMap(\.subscriber.sessionID)))
         guard !sessions.isEmpty else { return }
         let live = try await SessionStore(database: database).liveSessionIDs(among: sessions, at: Date())
