@@ -15,17 +15,6 @@ import PortariaClient
 import PortariaCore
 import PushKit
 
-/// The video part of a call (WebRTC in the app target; not part of this package).
-@MainActor
-public protocol VideoCallEngine: AnyObject {
-    /// Negotiate with the gate over the realtime socket (`call.offer/answer/ice`).
-    func join(visitID: String)
-    /// CallKit activated the audio session: start capturing and playing.
-    func startMedia(visitID: String)
-    func hangUp(visitID: String)
-    func setMuted(_ muted: Bool)
-}
-
 /// What the call service needs from the rest of the app.
 public struct CallServiceDependencies: Sendable {
     public var session: SessionManager
@@ -60,7 +49,10 @@ public final class CallService: NSObject {
     @ObservationIgnored private let controller = CXCallController()
     @ObservationIgnored private let registry = PKPushRegistry(queue: .main)
     @ObservationIgnored private let dependencies: CallServiceDependencies
-    @ObservationIgnored public weak var engine: (any VideoCallEngine)?
+    /// The call's media (signalling and WebRTC through `CallMediaEngine`, decision 0034):
+    /// handed every effect and realtime update in order; its status comes back through
+    /// `mediaStatusChanged`. Nil: calls ring and decide, without video.
+    @ObservationIgnored public var media: CallMediaController?
     /// PushKit issued a VoIP token (`ResidentAppModel.voipTokenChanged`: it must reach the
     /// registration even when it comes before login).
     @ObservationIgnored public var onVoIPToken: @MainActor (String) -> Void = { _ in }
@@ -111,7 +103,11 @@ public final class CallService: NSObject {
     // MARK: Events → coordinator → effects
 
     public func handle(_ event: CallEvent) {
-        perform(coordinator.handle(event, now: Date()))
+        let effects = coordinator.handle(event, now: Date())
+        perform(effects)
+        // Media follows the same effects (Atender prepares it, `.startMedia` starts audio,
+        // `.hangUp` and every ending close it); `submit` keeps their order.
+        media?.submit(.coordinator(effects, calls: coordinator.calls))
         for (visitID, screen) in screens {
             if let record = coordinator.calls[visitID] { screen.update(record) }
         }
@@ -236,12 +232,9 @@ public final class CallService: NSObject {
                 pendingAnswers.removeValue(forKey: callID)?.fulfill()
             case .failAnswer(let callID):
                 pendingAnswers.removeValue(forKey: callID)?.fail()
-            case .joinCall(let visitID):
-                engine?.join(visitID: visitID)
-            case .startMedia(let visitID):
-                engine?.startMedia(visitID: visitID)
-            case .hangUp(let visitID):
-                engine?.hangUp(visitID: visitID)
+            case .joinCall, .startMedia, .hangUp:
+                // The media's (`media.submit` in `handle`).
+                break
             case .enqueueResolve(let visitID, let action):
                 let queue = dependencies.queue
                 let session = dependencies.session
@@ -297,6 +290,19 @@ public final class CallService: NSObject {
     /// Called by the app's single reader of `RealtimeClient.updates`.
     public func realtimeUpdate(_ update: RealtimeClient.Update) {
         if case .event(let type, _, let data) = update { handle(.realtime(type, data)) }
+        // `call.*` frames, and the socket coming back (frames waiting to be sent).
+        media?.submit(.realtime(update))
+    }
+
+    /// The media's status (`CallMediaController`'s handler, hopped to the main actor):
+    /// live moves the call in; an ending the user did not cause ends the CallKit call, and
+    /// the screen says why ("O visitante encerrou a chamada").
+    public func mediaStatusChanged(visitID: String, _ status: CallMediaStatus) {
+        if case .ended(let ending) = status, ending.endsCall {
+            message = ending.text
+            screens[visitID]?.show(ending.text)
+        }
+        if let event = status.coordinatorEvent(visitID: visitID) { handle(event) }
     }
 
     static func endedReason(_ reason: CallEndReason) -> CXCallEndedReason {
@@ -363,7 +369,7 @@ extension CallService: @preconcurrency CXProviderDelegate {
 
     /// Mute from either screen (CallKit's, or ours through `CXSetMutedCallAction`).
     public func provider(_ provider: CXProvider, perform action: CXSetMutedCallAction) {
-        engine?.setMuted(action.isMuted)
+        media?.submit(.muted(action.isMuted))
         if let visitID = visitID(for: action.callUUID) { screens[visitID]?.muteChanged(action.isMuted) }
         action.fulfill()
     }
@@ -372,10 +378,15 @@ extension CallService: @preconcurrency CXProviderDelegate {
     /// start now (the coordinator waits for both this and the server's acceptance).
     public func provider(_ provider: CXProvider, didActivate audioSession: AVAudioSession) {
         handle(.audioActivated)
+        // After an interruption CallKit activates the session again; the coordinator
+        // starts media only once, so the media brings its audio back itself.
+        media?.submit(.audioActivated)
     }
 
     public func provider(_ provider: CXProvider, didDeactivate audioSession: AVAudioSession) {
         handle(.audioDeactivated)
+        // WebRTC's manual audio: the audio unit stops with CallKit's session.
+        media?.submit(.audioDeactivated)
     }
 }
 #endif

@@ -1,8 +1,10 @@
 // PortariaClientApple: thin adapters between PortariaClient and Apple's frameworks.
 //
 //   CallService                  CXProvider / CXCallController / PKPushRegistry / AVAudioSession;
-//                                owns the call screens' CallViewModels (iOS only: AVAudioSession
-//                                is unavailable on macOS)
+//                                owns the call screens' CallViewModels; hands every effect to
+//                                CallMediaController (iOS only: AVAudioSession is unavailable on
+//                                macOS). The WebRTC engine itself is in the app target
+//                                (Apps/iOS/App/WebRTCMediaEngine.swift, decision 0034).
 //   NotificationCenterAdapter    UNUserNotificationCenter categories + responses, BGTaskScheduler
 //   NotificationServiceWorker    the Notification Service Extension (photo + receipt)
 //   KeychainSecureStore          SecureStore over the Keychain (shared access group)

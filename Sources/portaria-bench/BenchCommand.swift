@@ -23,6 +23,11 @@ enum BenchCommand {
         visits    /healthz, gate POST and resolve (fresh visit and Idempotency-Key each) at
                   C closed-loop clients: throughput, ratio to /healthz, percentiles.
 
+        openloop  --url U [--rates 100,300,1000] [--seconds 10] [--limit-ms 25] [--max-in-flight 2000]
+                  [--bisections 3] [--label sqlite|postgres]: gate POSTs, then resolves, arriving
+                  at fixed rates (open loop, latency from each arrival's due time): p50/p99/p999
+                  per rate, and the highest rate whose p99 stays under --limit-ms.
+
         soak      (scripts/soak) --url U --server-pid PID [--seconds 600] [--interval 60] [--warmup 30]
                   [--sockets 200] [--readers 16] [--visit-rate 10] [--renew-rate 2] [--bound-percent 5]:
                   realtime sockets held open and churned, residents' reads in a closed loop,
@@ -44,6 +49,7 @@ enum BenchCommand {
             switch command {
             case "tokens": try await TokenBenchmark(options: try options()).run()
             case "visits": try await VisitsBenchmark(options: try options()).run()
+            case "openloop": try await OpenLoopBenchmark(options: try options()).run()
             #if canImport(Glibc)
             case "ws": try await WebSocketBenchmark(options: try options()).run()
             case "realtime": try await RealtimeBenchmark(options: try options()).run()

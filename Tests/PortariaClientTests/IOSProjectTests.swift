@@ -79,6 +79,20 @@ struct IOSProjectTests {
         }
     }
 
+    @Test("WebRTC: one binary package pinned to an exact version, used by the app target's adapter, audio left to CallKit")
+    func webRTCPackage() throws {
+        let yml = try String(contentsOf: Self.root.appendingPathComponent("project.yml"), encoding: .utf8)
+        #expect(yml.contains("url: https://github.com/stasel/WebRTC.git"))
+        #expect(yml.range(of: #"\n    exactVersion: [0-9]+\.[0-9]+\.[0-9]+\n"#, options: .regularExpression) != nil,
+                "a binary dependency is pinned exactly")
+        #expect(yml.contains("      - package: WebRTC\n"), "the app target links it")
+        let adapter = try String(contentsOf: Self.root.appendingPathComponent("App/WebRTCMediaEngine.swift"), encoding: .utf8)
+        #expect(adapter.contains("final class WebRTCMediaEngine: CallMediaEngine"))
+        #expect(adapter.contains("final class WebRTCPeerConnection: PeerConnection"))
+        // CallKit activates the audio session; WebRTC's audio unit waits for it.
+        #expect(adapter.contains("useManualAudio = true") && adapter.contains("isAudioEnabled = active"))
+    }
+
     @Test("the categories the app registers are the ones the server names")
     func categoriesMatchTheServer() {
         #expect(Set(NotificationCategories.all.map(\.identifier)) == [NotificationCategoryID.delivery, NotificationCategoryID.visit])

@@ -13,6 +13,8 @@ final class AppModel {
     let app: ResidentAppModel
     let calls: CallService
     let notifications: NotificationCenterAdapter
+    /// The call screen's video (drawn by the WebRTC engine).
+    let video = VideoViews()
 
     init() {
         let info = Bundle.main.infoDictionary ?? [:]
@@ -49,6 +51,10 @@ final class AppModel {
                             dependencies: CallServiceDependencies(session: session, queue: queue, registrar: registrar, realtime: realtime,
                                                                   receipts: PushReceiptSender(baseURL: base)))
         notifications = NotificationCenterAdapter(dependencies: .init(queue: queue, session: session))
+        // The call's media: signalling over the realtime socket, ICE servers from the
+        // server, WebRTC behind `CallMediaEngine` (decision 0034).
+        let media = CallMediaController(engine: WebRTCMediaEngine(views: video), http: session, signaling: realtime)
+        calls.media = media
 
         // The adapters' callbacks, all on the main actor. (These objects live as long as
         // the process, so the references they hold on each other are never released.)
@@ -63,6 +69,11 @@ final class AppModel {
         }
         calls.onVoIPToken = { token in Task { await app.voipTokenChanged(token) } }
         calls.onCallsChanged = { coordinator in app.callsChanged(coordinator) }
+        Task {
+            await media.setStatusHandler { visitID, status in
+                await MainActor.run { calls.mediaStatusChanged(visitID: visitID, status) }
+            }
+        }
         notifications.open = { intent in app.open(intent, calls: calls.coordinator) }
     }
 

@@ -10,7 +10,7 @@ struct PortariaApp: App {
 
     var body: some Scene {
         WindowGroup {
-            RootView(app: delegate.model.app, calls: delegate.model.calls)
+            RootView(app: delegate.model.app, calls: delegate.model.calls, video: delegate.model.video)
         }
         .onChange(of: phase) { _, phase in
             let model = delegate.model
@@ -62,6 +62,7 @@ final class AppDelegate: NSObject, UIApplicationDelegate {
 struct RootView: View {
     let app: ResidentAppModel
     let calls: CallService
+    let video: VideoViews
 
     var body: some View {
         @Bindable var app = app
@@ -73,7 +74,7 @@ struct RootView: View {
         }
         .fullScreenCover(item: $app.callVisitID.visitRoute) { visit in
             if let screen = calls.screen(for: visit.id) {
-                CallView(screen: screen)
+                CallView(screen: screen, video: video)
             }
         }
         .overlay(alignment: .top) {

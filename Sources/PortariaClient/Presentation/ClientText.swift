@@ -397,6 +397,24 @@ extension ClientText {
 
     // Call
     public static let remoteVideoAccessibility = "Vídeo do visitante"
+    public static let selfPreviewAccessibility = "Sua câmera"
+    /// Why the video of a call ended (the web app's sentences, `Web/shared/call.js`).
+    public static func callMediaEnded(_ ending: CallMediaEnding) -> String {
+        switch ending {
+        case .hungUpHere, .callOver: return "Chamada encerrada"
+        case .connectionLost: return "A conexão de vídeo caiu"
+        case .couldNotConnect: return "Não foi possível conectar o vídeo"
+        case .server(let reason, let endedBy):
+            switch reason {
+            case .hangup: return endedBy == .visitor ? "O visitante encerrou a chamada" : "Chamada encerrada"
+            case .participantLeft: return endedBy == .resident ? "A conexão com a portaria caiu" : "O visitante saiu da chamada"
+            case .negotiationTimeout: return "Não foi possível conectar o vídeo"
+            case .maxDuration: return "A chamada chegou ao tempo máximo"
+            case .visitClosed: return "Chamada encerrada"
+            case .serverShutdown: return "Chamada encerrada pelo servidor"
+            }
+        }
+    }
     /// CallKit refused to show the call (Não perturbe, a call already up): it keeps ringing
     /// the other residents.
     public static let callNotShown = "Não foi possível tocar esta chamada neste aparelho. Os outros moradores continuam sendo chamados"

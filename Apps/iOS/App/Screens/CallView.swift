@@ -11,12 +11,13 @@ import UIKit
 /// `CallViewModel.perform`, which `CallService` routes through CallKit where it must.
 struct CallView: View {
     let screen: CallViewModel
+    let video: VideoViews
 
     var body: some View {
         let state = screen.state
         ZStack {
             Color.black.ignoresSafeArea()
-            VideoSurface(kind: .remote).ignoresSafeArea()
+            VideoSurface(views: video, kind: .remote).ignoresSafeArea()
                 .accessibilityLabel(ClientText.remoteVideoAccessibility)
             VStack(spacing: 12) {
                 HStack(alignment: .top) {
@@ -33,10 +34,10 @@ struct CallView: View {
                     .foregroundStyle(.white)
                     .accessibilityElement(children: .combine)
                     Spacer()
-                    VideoSurface(kind: .local)
+                    VideoSurface(views: video, kind: .local)
                         .frame(width: 96, height: 128)
                         .clipShape(RoundedRectangle(cornerRadius: 12))
-                        .accessibilityHidden(true)
+                        .accessibilityLabel(ClientText.selfPreviewAccessibility)
                 }
                 if let message = state.message {
                     Text(message).font(.headline).padding().background(.thinMaterial, in: RoundedRectangle(cornerRadius: 12))
@@ -81,27 +82,18 @@ struct CallView: View {
     }
 }
 
-/// Where the WebRTC engine draws (the remote video full screen, the local preview in the
-/// corner). The engine is the app's `VideoCallEngine`; until a WebRTC framework is added
-/// to this project it is black (docs/ios.md, gaps).
+/// Where WebRTC draws (`VideoViews`, rendered by `WebRTCMediaEngine`): the visitor full
+/// screen, the self-preview in the corner. Black until the first frame.
 struct VideoSurface: UIViewRepresentable {
     enum Kind { case remote, local }
+    let views: VideoViews
     let kind: Kind
 
     func makeUIView(context: Context) -> UIView {
-        let view = VideoViews.shared.view(for: kind)
+        let view: UIView = kind == .remote ? views.remote : views.local
         view.backgroundColor = .black
         return view
     }
 
     func updateUIView(_ uiView: UIView, context: Context) {}
-}
-
-/// The two views a WebRTC engine renders into (RTCMTLVideoView in a WebRTC build).
-@MainActor
-final class VideoViews {
-    static let shared = VideoViews()
-    let remote = UIView()
-    let local = UIView()
-    func view(for kind: VideoSurface.Kind) -> UIView { kind == .remote ? remote : local }
 }
