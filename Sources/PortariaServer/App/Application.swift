@@ -84,6 +84,8 @@ public final class Application: Sendable {
         let push = try Self.pushProviders(configuration, web: webPush, log: log)
         var workerConfiguration = PushWorker.Configuration()
         workerConfiguration.lease = configuration.pushLease
+        if database.dialect.isSharedByInstances { workerConfiguration.pollInterval = PushWorker.Configuration.notifiedPollInterval }
+        if let poll = configuration.pushPollInterval { workerConfiguration.pollInterval = poll }
         pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
                                 sink: VisitTimelinePushSink(), log: log)
 
@@ -126,9 +128,21 @@ public final class Application: Sendable {
         let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
                                otpLimits: configuration.otpLimits, log: log,
                                sessionEnded: { sessionID in feed.endSession(sessionID) })
+        let worker = pushWorker
         if database.dialect.isSharedByInstances {
-            listener = PostgresListener(url: configuration.databaseURL, channel: NotificationChannel.events.rawValue, log: log) { companyID in
-                if let companyID { feed.poke(companyID: companyID) } else { feed.pokeAll() }
+            // One connection for every channel: events poke the feed, call messages go to the
+            // feed's calls (decision 0040), push enqueues anywhere wake this worker.
+            let channels: [NotificationChannel] = [.events, .calls, .push]
+            listener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue), log: log) { notification in
+                switch notification {
+                case .payload(NotificationChannel.events.rawValue, let companyID): feed.poke(companyID: companyID)
+                case .payload(NotificationChannel.calls.rawValue, let message): feed.relayed(message)
+                case .payload(NotificationChannel.push.rawValue, _): worker.wake()
+                case .payload: break
+                case .reconnected:
+                    feed.pokeAll()
+                    worker.wake()
+                }
             }
         } else {
             listener = nil
@@ -144,7 +158,6 @@ public final class Application: Sendable {
 
         // Ring and cancel jobs were written with the events; deliver them now rather than
         // at the worker's next poll.
-        let worker = pushWorker
         let pushWake = BusRelay(bus: visits.bus) { event in
             if event.type == "visit.ringing" || event.type == "visit.ring_cancelled" { worker.wake() }
         }
@@ -154,6 +167,7 @@ public final class Application: Sendable {
         let visits = visits
         let listener = listener
         let memoryTrimmer = MemoryTrimmer()
+        let runsPushWorker = configuration.runsPushWorker
         // Started in this order, stopped in the reverse: the realtime feed first (no more
         // frames), then the listener that pokes it, the WebSockets (libmicrohttpd must get
         // every upgraded socket back before it stops), the HTTP server's drain of
@@ -165,7 +179,7 @@ public final class Application: Sendable {
             }),
             LifecycleComponent("push providers", stop: push.shutdown),
             LifecycleComponent("memory trimmer", start: { memoryTrimmer.start() }, stop: { await memoryTrimmer.stop() }),
-            LifecycleComponent("push worker", start: { worker.start() }, stop: { await worker.stop() }),
+            LifecycleComponent("push worker", start: { if runsPushWorker { worker.start() } }, stop: { await worker.stop() }),
             LifecycleComponent("push wake-ups", start: { pushWake.start() }, stop: { await pushWake.stop() }),
             // SMS codes still being sent after their answer: they write the database.
             LifecycleComponent("sms deliveries", stop: { await auth.deliveries.drain() }),

@@ -37,9 +37,9 @@ public enum CallRegistryError: Error, Sendable, Equatable {
 /// actor never waits on a socket while holding the calls. Timers fire through
 /// `expireDue()`, which `run(every:perform:)` calls periodically.
 ///
-/// Sessions live in memory on the instance that holds both sockets' signaling: with
-/// several instances, the realtime layer routes `call.*` frames for a visit to the
-/// instance holding the call (or pins a visit's participants to one instance).
+/// Sessions live in memory on the instance that owns the call: with several instances,
+/// the realtime layer routes `call.*` frames for a visit to that instance and its frames
+/// back over NOTIFY (`RealtimeFeed`, decision 0040).
 public actor CallRegistry<C: Clock> where C.Duration == Duration {
     private struct Entry {
         var session: CallSession

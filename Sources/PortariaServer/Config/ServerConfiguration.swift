@@ -56,6 +56,11 @@ public struct ServerConfiguration: Sendable {
     public var openAPIPath: String?
     /// How long a push worker holds a claimed job before another instance may take it.
     public var pushLease: TimeInterval = 60
+    /// The push worker's fallback poll; nil keeps the default (250 ms on SQLite, 2 s where
+    /// NOTIFY wakes the workers). Tests lengthen it to prove the wake-up does the work.
+    public var pushPollInterval: Duration?
+    /// Whether this instance delivers pushes (tests turn it off so another instance must).
+    public var runsPushWorker = true
     /// Where the static pages (`Web/`) are read from.
     public var webDirectory: String?
 
@@ -98,6 +103,8 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("push-lease-seconds", help: "push job lease (default 60; tests shorten it)", hidden: true),
+        OptionSpec("push-poll-seconds", help: "push worker fallback poll (default 0.25 s on SQLite, 2 s on PostgreSQL; tests lengthen it)", hidden: true),
+        OptionSpec("no-push-worker", takesValue: false, help: "deliver no pushes from this instance (tests: another instance must)", hidden: true),
         OptionSpec("otp-resend-gap-seconds", help: "wait before a phone's second SMS code of the day, doubling after (default 30; 0 for tests)", hidden: true),
         OptionSpec("otp-failures-per-day", help: "wrong SMS codes per phone per 24 h before lockout (default 10)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
@@ -167,6 +174,10 @@ public struct ServerConfiguration: Sendable {
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")
         configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))
+        if options.value("push-poll-seconds") != nil {
+            configuration.pushPollInterval = .seconds(try options.integer("push-poll-seconds", default: 2, range: 1...3600))
+        }
+        configuration.runsPushWorker = !options.flag("no-push-worker")
         configuration.benchRoutes = options.flag("enable-bench-routes")
         if options.value("realtime-connections-per-user") != nil {
             configuration.realtimeConnectionsPerUser = try options.integer("realtime-connections-per-user", default: 10, range: 1...1_000_000)

@@ -86,6 +86,8 @@ public final class RealtimeFeed: Sendable {
         case endSession(String)
         case received(WebSocketConnection, String, InboundBudget)
         case call([CallDirective])
+        /// A `portaria_calls` notification from another instance (decision 0040).
+        case relayed(String)
     }
 
     private let commands: AsyncStream<Command>.Continuation
@@ -94,6 +96,8 @@ public final class RealtimeFeed: Sendable {
 
     /// Video calls between the gate page and the device that answered (decision 0009).
     let calls: LiveCallRegistry
+    /// Names this process in the calls it owns across instances (decision 0040).
+    public let instanceID: String
 
     private let stream: AsyncStream<Command>
     private let started = Locked(false)
@@ -101,8 +105,10 @@ public final class RealtimeFeed: Sendable {
     private let hub: WebSocketHub
     private let log: Log
 
-    public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared) {
+    public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared,
+                instanceID: String = UUID().uuidString.lowercased()) {
         self.limits = limits
+        self.instanceID = instanceID
         self.calls = LiveCallRegistry(clock: ContinuousClock(), residentRelayOnly: limits.residentRelayOnly)
         (stream, commands) = AsyncStream<Command>.makeStream()
         self.database = database
@@ -115,9 +121,10 @@ public final class RealtimeFeed: Sendable {
     public func start() {
         guard started.withLock({ started in defer { started = true }; return !started }) else { return }
         let (database, hub, calls, limits, log, stream, continuation) = (database, hub, calls, limits, log, stream, commands)
+        let instanceID = instanceID
         tasks.withLock { tasks in
             let worker = Task {
-                let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log)
+                let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log, instanceID: instanceID)
                 for await command in stream { await state.handle(command) }
             }
             // Call timeouts (negotiation, reconnection grace, maximum length).
@@ -151,6 +158,8 @@ public final class RealtimeFeed: Sendable {
     public func endSession(_ sessionID: String) { commands.yield(.endSession(sessionID)) }
     /// After a lost cross-instance connection: any company may have missed events.
     public func pokeAll() { commands.yield(.pokeAll) }
+    /// A call message from another instance (the `portaria_calls` channel).
+    public func relayed(_ payload: String) { commands.yield(.relayed(payload)) }
     func join(_ connection: WebSocketConnection, _ subscriber: Subscriber, since: Int64?) {
         commands.yield(.join(connection, subscriber, since: since))
     }
@@ -202,12 +211,32 @@ private final class FeedState {
     /// scanning every socket on each join.
     var socketsPerKey: [String: Int] = [:]
 
+    // MARK: Calls across instances (PostgreSQL; decision 0040)
+
+    /// Whether other instances may hold a call's other participant.
+    let relaysCalls: Bool
+    let instanceID: String
+    let callStore: CallRelayStore
+    /// Open sockets per call participant, so a relayed frame for nobody here costs a lookup.
+    var socketsPerPeer: [CallPeer: Int] = [:]
+    /// Calls owned here: their company, and the other instances that hold a participant.
+    struct OwnedCall {
+        var companyID: String
+        var remote: [CallPeer: Set<String>] = [:]
+    }
+    var ownedCalls: [String: OwnedCall] = [:]
+    /// Calls another instance owns that a socket here takes part in, by visit.
+    var remoteCalls: [String: CallRelayStore.Call] = [:]
+
     static func limitKey(_ subscriber: Subscriber) -> String {
         if case .visitor(let visitID) = subscriber.role { return "visit:" + visitID }
         return "user:" + (subscriber.userID ?? "")
     }
 
-    init(database: any SQLDatabase, hub: WebSocketHub, calls: LiveCallRegistry, limits: RealtimeLimits, log: Log) {
+    init(database: any SQLDatabase, hub: WebSocketHub, calls: LiveCallRegistry, limits: RealtimeLimits, log: Log, instanceID: String) {
+        self.relaysCalls = database.dialect.isSharedByInstances
+        self.instanceID = instanceID
+        self.callStore = CallRelayStore(database: database)
         self.database = database
         self.hub = hub
         self.calls = calls
@@ -234,6 +263,7 @@ private final class FeedState {
                 defer { budget.done() }
                 await received(connection, text)
             case .call(let directives): try await perform(directives)
+            case .relayed(let payload): try await relayed(payload)
             }
         } catch {
             // A database hiccup must not stop the feed; the next poke reads forward again.
@@ -278,11 +308,15 @@ private final class FeedState {
         companies[companyID]!.members[key] = member
         companyOf[key] = companyID
         socketsPerKey[limitKey, default: 0] += 1
+        if let peer = member.peer { socketsPerPeer[peer, default: 0] += 1 }
         // From here every commit reaches this socket. Saying so lets a client (and a test)
         // know when "live" starts instead of guessing with a sleep.
         connection.send(text: JSONValue.object(["type": .string("subscribed"),
                                                 "seq": .number(Double(member.lastDelivered))]).jsonText)
-        if let peer = member.peer { try await perform(await calls.participantJoined(peer)) }
+        if let peer = member.peer {
+            try await perform(await calls.participantJoined(peer))
+            if relaysCalls, socketsPerPeer[peer] == 1 { try await announce(peer, companyID: companyID, present: true) }
+        }
         // A visit that closed between the ticket check and this join: the replay (if any)
         // is queued, then the visitor's socket closes as it would have at the event.
         if case .visitor(let visitID) = subscriber.role, try await visitIsClosed(visitID) {
@@ -313,11 +347,17 @@ private final class FeedState {
             let limitKey = Self.limitKey(subscriber)
             socketsPerKey[limitKey, default: 1] -= 1
             if socketsPerKey[limitKey] == 0 { socketsPerKey.removeValue(forKey: limitKey) }
+            if let peer = subscriber.callPeer {
+                socketsPerPeer[peer, default: 1] -= 1
+                if socketsPerPeer[peer] == 0 { socketsPerPeer.removeValue(forKey: peer) }
+            }
         }
         if companies[companyID]?.members.isEmpty == true { companies.removeValue(forKey: companyID) }
         // The call hears of a participant leaving only when its last socket closed.
         if let peer, sockets(of: peer).isEmpty {
-            try? await perform(await calls.participantLeft(peer))
+            // Still connected to another instance: the call waits for nothing.
+            if !isRemotelyPresent(peer) { try? await perform(await calls.participantLeft(peer)) }
+            if relaysCalls { try? await announce(peer, companyID: companyID, present: false) }
         }
     }
 
@@ -378,12 +418,17 @@ private final class FeedState {
         case .answered?:
             guard let userID = event.data["by"]?["id"]?.stringValue else { return }
             let peer = CallPeer.resident(userID: userID, deviceID: event.data["device_id"]?.stringValue ?? "default")
+            if relaysCalls, try await !claimCall(visitID: visitID, companyID: event.companyID, resident: peer) { return }
             do {
                 try await perform(try await calls.start(visitID: visitID, resident: peer, residentPresent: !sockets(of: peer).isEmpty))
             } catch {
                 log.warning("call not started", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
             }
         case .resolved?, .cancelled?, .expired?:
+            if relaysCalls, let call = remoteCalls.removeValue(forKey: visitID) {
+                try await send(.init(kind: .closed, visitID: visitID, companyID: call.companyID, from: instanceID,
+                                     to: call.owner, peer: call.resident))
+            }
             try await perform(await calls.close(visitID: visitID))
             await closeVisitorSockets(visitID: visitID, companyID: event.companyID)
         default:
@@ -411,11 +456,23 @@ private final class FeedState {
                         "type": .string(frame.type), "seq": .number(Double(member.lastDelivered)), "data": data,
                     ]).jsonText)
                 }
+                // Like a socket write, a failed relay loses this frame only: the directives
+                // after it (the timeline row) still run.
+                if relaysCalls {
+                    do { try await relayFrame(frame, data: data, to: peer) } catch {
+                        log.error("call frame relay failed", ["type": .string(frame.type), "error": .string(String(describing: error))])
+                    }
+                }
             case .record(let record):
                 // The frames matter more than the timeline row: a failed insert is logged,
                 // the remaining directives still run.
                 do { try await recordAttempt(record) } catch {
                     log.error("call timeline write failed", ["error": .string(String(describing: error))])
+                }
+                if relaysCalls, case .ended(let visitID, _, _, _) = record.entry, ownedCalls.removeValue(forKey: visitID) != nil {
+                    do { try await callStore.ended(visitID: visitID, owner: instanceID) } catch {
+                        log.error("call ownership release failed", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
+                    }
                 }
             }
         }
@@ -446,10 +503,168 @@ private final class FeedState {
         }
     }
 
+    // MARK: Calls across instances (decision 0040)
+
+    /// On PostgreSQL a call's state lives on one instance: the first that holds one of its
+    /// participants and claims it in `calls`. Returns whether this instance owns it; if
+    /// another does, the participants connected here are announced to it.
+    func claimCall(visitID: String, companyID: String, resident: CallPeer) async throws -> Bool {
+        let local = [CallPeer.visitor(visitID: visitID), resident].filter { isLocal($0, companyID: companyID) }
+        // Nobody of this call here: an instance holding one of them takes it.
+        guard !local.isEmpty else { return false }
+        guard let call = try await callStore.claim(visitID: visitID, companyID: companyID, resident: resident,
+                                                   instance: instanceID, at: Date()) else { return false }
+        if call.owner == instanceID {
+            ownedCalls[visitID] = OwnedCall(companyID: companyID)
+            // A participant whose socket opened elsewhere before this claim was committed
+            // found no call then: its instance hears of it now.
+            try await send(.init(kind: .claimed, visitID: visitID, companyID: companyID, from: instanceID, peer: resident))
+            return true
+        }
+        remoteCalls[visitID] = call
+        for peer in local where call.isParticipant(peer) {
+            try await send(.init(kind: .presence, visitID: visitID, companyID: companyID, from: instanceID,
+                                 to: call.owner, peer: peer, present: true))
+        }
+        return false
+    }
+
+    /// Tells the owners of calls `peer` takes part in that its first socket here opened
+    /// (looking the calls up: the call may have started before the socket came) or that
+    /// its last one closed.
+    func announce(_ peer: CallPeer, companyID: String, present: Bool) async throws {
+        var known = remoteCalls.values.filter { $0.companyID == companyID && $0.isParticipant(peer) }
+        if present {
+            for call in try await callStore.calls(of: peer, companyID: companyID, notOwnedBy: instanceID)
+            where ownedCalls[call.visitID] == nil && remoteCalls[call.visitID] == nil {
+                remoteCalls[call.visitID] = call
+                known.append(call)
+            }
+        }
+        for call in known {
+            try await send(.init(kind: .presence, visitID: call.visitID, companyID: companyID, from: instanceID,
+                                 to: call.owner, peer: peer, present: present))
+        }
+    }
+
+    func isLocal(_ peer: CallPeer, companyID: String) -> Bool {
+        guard socketsPerPeer[peer] != nil else { return false }
+        return companies[companyID]?.members.values.contains { $0.peer == peer } ?? false
+    }
+
+    /// Whether another instance holds a socket of `peer` in a call owned here.
+    func isRemotelyPresent(_ peer: CallPeer) -> Bool {
+        ownedCalls.values.contains { $0.remote[peer]?.isEmpty == false }
+    }
+
+    /// A frame the registry here addressed to `peer`, for the instances that hold it.
+    func relayFrame(_ frame: CallFrame, data: JSONValue, to peer: CallPeer) async throws {
+        guard let (visitID, owned) = ownedCalls.first(where: { $0.value.remote[peer]?.isEmpty == false }) else { return }
+        try await send(.init(kind: .frame, visitID: visitID, companyID: owned.companyID, from: instanceID,
+                             peer: peer, type: frame.type, data: data.jsonText))
+    }
+
+    /// A validated frame from a socket here for a call this instance does not hold: to its
+    /// owner if the sender takes part in it, else the same `CALL_NOT_FOUND` as for no call.
+    func forward(_ signal: CallSignal, type: String, data: [UInt8], from peer: CallPeer, companyID: String) async throws {
+        var call = remoteCalls[signal.visitID]
+        if call == nil, let stored = try await callStore.call(visitID: signal.visitID),
+           stored.owner != instanceID, stored.companyID == companyID, stored.isParticipant(peer) {
+            // The call began before this instance heard of it: say who is here first.
+            remoteCalls[signal.visitID] = stored
+            call = stored
+            try await send(.init(kind: .presence, visitID: stored.visitID, companyID: companyID, from: instanceID,
+                                 to: stored.owner, peer: peer, present: true))
+        }
+        guard let call, call.companyID == companyID, call.isParticipant(peer) else {
+            try await perform([.send(.error(CallSession.notFound(signal.type, signal.visitID)), to: peer)])
+            return
+        }
+        try await send(.init(kind: .signal, visitID: call.visitID, companyID: companyID, from: instanceID,
+                             to: call.owner, peer: peer, type: type, data: String(decoding: data, as: UTF8.self)))
+    }
+
+    func send(_ message: CallRelayMessage) async throws {
+        try await callStore.send(message, at: Date())
+    }
+
+    /// A notification on `portaria_calls`. What is not for this instance is dropped before
+    /// any database read.
+    func relayed(_ payload: String) async throws {
+        guard let routing = CallRelayMessage.parse(payload), routing.from != instanceID else { return }
+        switch routing.kind {
+        case .signal, .presence:
+            guard routing.to == instanceID, let owned = ownedCalls[routing.visitID], owned.companyID == routing.companyID,
+                  let session = await calls.session(of: routing.visitID), session.isParticipant(routing.peer) else { return }
+            if routing.kind == .presence {
+                try await presence(of: routing.peer, on: routing.from, visitID: routing.visitID, present: routing.present ?? false)
+                return
+            }
+            guard let message = try await whole(routing), let type = message.type, let data = message.data else { return }
+            try await perform(await calls.receive(type: type, data: Array(data.utf8), from: routing.peer))
+        case .closed:
+            // The log, not the message, says whether the visit closed.
+            guard routing.to == instanceID, ownedCalls[routing.visitID]?.companyID == routing.companyID,
+                  try await visitIsClosed(routing.visitID) else { return }
+            try await perform(await calls.close(visitID: routing.visitID))
+        case .claimed:
+            guard case .resident = routing.peer, ownedCalls[routing.visitID] == nil else { return }
+            let call = CallRelayStore.Call(visitID: routing.visitID, companyID: routing.companyID, owner: routing.from, resident: routing.peer)
+            for peer in [CallPeer.visitor(visitID: routing.visitID), routing.peer] where isLocal(peer, companyID: routing.companyID) {
+                remoteCalls[routing.visitID] = call
+                try await send(.init(kind: .presence, visitID: routing.visitID, companyID: routing.companyID, from: instanceID,
+                                     to: routing.from, peer: peer, present: true))
+            }
+        case .frame:
+            guard isLocal(routing.peer, companyID: routing.companyID) else { return }
+            guard let message = try await whole(routing), let type = message.type, let text = message.data,
+                  let data = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(text.utf8)) else { return }
+            for member in companies[routing.companyID].map({ Array($0.members.values) }) ?? [] where member.peer == routing.peer {
+                member.connection.send(text: JSONValue.object([
+                    "type": .string(type), "seq": .number(Double(member.lastDelivered)), "data": data,
+                ]).jsonText)
+            }
+            if type == CallMessageType.ended.rawValue { remoteCalls.removeValue(forKey: routing.visitID) }
+        }
+    }
+
+    /// The message itself: inline, or fetched from `call_relay` when it was too large.
+    func whole(_ routing: CallRelayMessage) async throws -> CallRelayMessage? {
+        guard let ref = routing.ref else { return routing }
+        guard let message = try await callStore.body(ref),
+              message.kind == routing.kind, message.visitID == routing.visitID, message.companyID == routing.companyID,
+              message.from == routing.from, message.peer == routing.peer else { return nil }
+        return message
+    }
+
+    /// A participant's sockets came or went on another instance: the registry hears of it
+    /// when the participant is connected nowhere else (or no longer anywhere).
+    func presence(of peer: CallPeer, on instance: String, visitID: String, present: Bool) async throws {
+        let wasPresent = !sockets(of: peer).isEmpty || isRemotelyPresent(peer)
+        if present {
+            ownedCalls[visitID]?.remote[peer, default: []].insert(instance)
+        } else {
+            ownedCalls[visitID]?.remote[peer]?.remove(instance)
+        }
+        let isPresent = !sockets(of: peer).isEmpty || isRemotelyPresent(peer)
+        if isPresent && !wasPresent {
+            // A participant back (or connected elsewhere) gets what was queued for it.
+            try await perform(await calls.participantJoined(peer))
+        } else if wasPresent && !isPresent {
+            try await perform(await calls.participantLeft(peer))
+        }
+    }
+
     // MARK: Sessions
 
     /// Closes sockets whose session ended (logout, refresh-token reuse, disabled user).
     func checkSessions() async throws {
+        if relaysCalls {
+            // Housekeeping must not cost the session check below its turn.
+            do { try await callStore.sweep(now: Date()) } catch {
+                log.error("call relay sweep failed", ["error": .string(String(describing: error))])
+            }
+        }
         let sessions = Array(Set(companies.values.flatMap(\.members.values).compactMap(\.subscriber.sessionID)))
         guard !sessions.isEmpty else { return }
         let live = try await SessionStore(database: database).liveSessionIDs(among: sessions, at: Date())
@@ -521,7 +736,16 @@ private final class FeedState {
                 connection.send(text: Self.error("CALL_NOT_FOUND", "this socket is not part of a call"))
                 return
             }
-            try? await perform(await calls.receive(type: type, data: data, from: peer))
+            let signal: CallSignal
+            do { signal = try CallSignal.decode(type: type, data: data, limits: calls.signalLimits) } catch {
+                try? await perform([.send(.error(error.error), to: peer)])
+                return
+            }
+            if relaysCalls, await calls.session(of: signal.visitID) == nil {
+                try? await forward(signal, type: type, data: data, from: peer, companyID: companyID)
+                return
+            }
+            try? await perform(await calls.handle(signal, from: peer))
         case .unknown(let type):
             connection.send(text: Self.error("UNKNOWN_MESSAGE_TYPE", "unknown message type \(type.prefix(40))"))
         }

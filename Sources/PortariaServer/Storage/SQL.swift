@@ -186,6 +186,10 @@ public enum TransactionLock: Sendable, Equatable {
 public enum NotificationChannel: String, Sendable {
     /// Payload: a company id whose event log grew.
     case events = "portaria_events"
+    /// Payload: a video-call message between instances (`CallRelayMessage`, decision 0040).
+    case calls = "portaria_calls"
+    /// Payload: empty; push jobs were enqueued, so every instance's worker looks for work.
+    case push = "portaria_push"
 }
 
 /// A connection handed to a read or write closure. Synchronous on purpose: the closure
@@ -246,6 +250,14 @@ public protocol SQLDatabase: Sendable {
     /// Runs `body` in a transaction, committed when it returns and rolled back when it throws.
     @discardableResult
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
+    /// A `write` whose commit does not wait for the disk (SQLite `synchronous = NORMAL` in
+    /// WAL mode, PostgreSQL `synchronous_commit = off`): visible and consistent at once, and
+    /// it survives a process crash, but an OS crash or power cut (SQLite) or a database
+    /// server crash (PostgreSQL) may undo it. Only for writes whose loss is harmless — a
+    /// push claim, which then falls back to pending and is sent again (decision 0005's
+    /// at-least-once).
+    @discardableResult
+    func writeNotDurable<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T
     /// Succeeds when the database answers a trivial query.
     func ping() async throws
     func close() async

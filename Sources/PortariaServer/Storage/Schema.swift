@@ -30,6 +30,27 @@ public enum Schema {
             .init("ALTER TABLE push_jobs ADD COLUMN ack_token_hashes TEXT"),
         ]),
         Migration(version: 10, name: "push_resolution_kinds", statements: pushResolutionKinds),
+        Migration(version: 11, name: "calls_across_instances", statements: callsAcrossInstances),
+    ]
+
+    /// Video calls across instances on PostgreSQL (decision 0040): which instance owns
+    /// each call in progress (the first to claim it), and the signalling messages too large
+    /// for a NOTIFY payload. Unused on SQLite (one instance), created anyway so both
+    /// dialects keep one schema.
+    static let callsAcrossInstances: [Migration.Statement] = [
+        .init("""
+            CREATE TABLE calls (
+                visit_id TEXT PRIMARY KEY REFERENCES visits(id) ON DELETE CASCADE,
+                company_id TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                resident_user_id TEXT NOT NULL,
+                resident_device_id TEXT NOT NULL,
+                created_at BIGINT NOT NULL)
+            """),
+        .init("CREATE INDEX calls_resident ON calls (resident_user_id)"),
+        .init("CREATE TABLE call_relay (id INTEGER PRIMARY KEY, body TEXT NOT NULL, created_at BIGINT NOT NULL)",
+              postgres: "CREATE TABLE call_relay (id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL, created_at BIGINT NOT NULL)"),
+        .init("CREATE INDEX call_relay_created ON call_relay (created_at)"),
     ]
 
     /// Two push kinds for decided deliveries (`delivery_resolved`, `automatic_resolution`):

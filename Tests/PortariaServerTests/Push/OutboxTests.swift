@@ -97,6 +97,29 @@ struct OutboxTests {
         }
     }
 
+    @Test("a retry wakes its worker when it falls due, however long the poll (decision 0040)", arguments: backends)
+    func retryWakesTheWorker(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            try await fixture.register("maria")
+            // Unavailable once, then accepted.
+            let provider = CountingProvider { push in
+                push.attempt == 1 ? PushResult(outcome: .retry, httpStatus: 503, reason: "ServiceUnavailable") : PushResult(outcome: .accepted, httpStatus: 200)
+            }
+            var configuration = testWorkerConfiguration()
+            configuration.pollInterval = .seconds(600)
+            let worker = PushWorker(database: fixture.database, providers: provider.providers, configuration: configuration)
+            worker.start()
+            let jobs = try await fixture.enqueue(PushRequest(userID: try await fixture.userID("maria"), kind: .delivery,
+                                                             message: ringMessage(), deadline: Date().addingTimeInterval(120)))
+            worker.wake()
+            // The retry is due after about 50 ms; only its own wake-up can beat the 10-minute poll.
+            let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID), timeout: 20)
+            await worker.stop()
+            #expect(try rows.values.allSatisfy { try $0.string("status") == "sent" })
+            #expect(provider.sent.current[jobs[0].pushID] == 2)
+        }
+    }
+
     @Test("receipts: the device's user only, idempotent; unacked pushes count against the device", arguments: backends)
     func receipts(backend: Backend) async throws {
         try await PushFixture.with(backend) { fixture in

@@ -30,6 +30,7 @@ enum StorageContract {
         ContractCheck("unique violations are .uniqueViolation", uniqueViolation),
         ContractCheck("foreign key violations are .foreignKeyViolation", foreignKeyViolation),
         ContractCheck("a throwing write rolls back everything", throwingWriteRollsBack),
+        ContractCheck("a not-durable write commits, rolls back, and leaves later writes durable", notDurableWrite),
         ContractCheck("concurrent read-modify-write transactions lose no update", concurrentCounter),
         ContractCheck("reads see committed data only", readsSeeCommittedDataOnly),
         ContractCheck("a snapshot read does not see a commit made while it runs", snapshotReadIsOneSnapshot),
@@ -265,6 +266,34 @@ enum StorageContract {
     // MARK: Transactions
 
     struct Abort: Error, Equatable {}
+
+    static func notDurableWrite(_ fixture: StorageFixture) async throws {
+        let database = fixture.database
+        _ = try await database.write { try $0.execute("CREATE TABLE claims (id INTEGER PRIMARY KEY, owner TEXT)", []) }
+        _ = try await database.writeNotDurable { try $0.execute("INSERT INTO claims (id, owner) VALUES (1, 'a')", []) }
+        await #expect(throws: Abort.self) {
+            _ = try await database.writeNotDurable { connection in
+                try connection.execute("INSERT INTO claims (id, owner) VALUES (2, 'b')", [])
+                throw Abort()
+            }
+        }
+        let rows = try await database.read { try $0.query("SELECT id FROM claims ORDER BY id", []) }
+        #expect(try rows.map { try $0.int("id") } == [1])
+        // The relaxed setting is the one transaction's: the next ordinary write is back to
+        // the server's (SQLite: synchronous FULL = 2; PostgreSQL: the cluster's default —
+        // `off` in the tests' throw-away cluster, `on` in production).
+        @Sendable func durability(_ connection: any SQLConnection) throws -> String? {
+            switch connection.dialect {
+            case .sqlite: return try connection.queryOne("PRAGMA synchronous", []).flatMap { try $0.int("synchronous") }.map { "\($0)" }
+            case .postgres: return try connection.queryOne("SHOW synchronous_commit", [])?.string("synchronous_commit")
+            }
+        }
+        let before = try await database.write { try durability($0) }
+        let during = try await database.writeNotDurable { try durability($0) }
+        let after = try await database.write { try durability($0) }
+        #expect(during == (database.dialect == .sqlite ? "1" : "off"))
+        #expect(before == after && before == (database.dialect == .sqlite ? "2" : before))
+    }
 
     static func throwingWriteRollsBack(_ fixture: StorageFixture) async throws {
         let database = fixture.database

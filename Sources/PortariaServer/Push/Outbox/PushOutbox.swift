@@ -89,6 +89,9 @@ public enum PushOutbox {
                       .date(max(now, request.notBefore ?? now)), .date(request.deadline), .date(now)])
             jobs.append(EnqueuedPush(pushID: pushID, deviceID: deviceID, userID: userID, platform: platform, tokenKind: tokenKind))
         }
+        // Every instance's worker looks for work at once when this commits, not at its
+        // next poll (PostgreSQL; one notification per transaction whatever the job count).
+        if !jobs.isEmpty { try db.notifyAtCommit(.push, payload: "") }
         return jobs
     }
 

@@ -75,9 +75,13 @@ public final class PushWorker: Sendable {
         /// A claimed job's lease; must exceed the providers' request timeout (10 s) so a live
         /// worker's job is never claimed by another.
         public var lease: TimeInterval = 60
-        /// How often due jobs are looked for when nothing wakes the loop (other instances'
-        /// enqueues, scheduled retries).
+        /// How often due jobs are looked for when nothing wakes the loop (SQLite: jobs whose
+        /// wake was lost; PostgreSQL, where NOTIFY wakes every instance's worker for new jobs
+        /// and retries wake their own: a safety net, see `notifiedPollInterval`).
         public var pollInterval: Duration = .milliseconds(250)
+        /// The poll when enqueues anywhere wake the worker (PostgreSQL `portaria_push`): it
+        /// only catches a lost notification or a dead worker's expired lease.
+        public static let notifiedPollInterval: Duration = .seconds(2)
         public var retry = PushRetryPolicy()
         public init() {}
     }
@@ -117,6 +121,15 @@ public final class PushWorker: Sendable {
 
     /// Looks for work now (call after committing an enqueue on this instance).
     public func wake() { wakeSignal.signal() }
+
+    /// Looks for work once `seconds` have passed.
+    private func wake(after seconds: TimeInterval) {
+        let delay = Duration.milliseconds(Int64(max(0, min(seconds, 3600)) * 1000) + 1)
+        Task { [wakeSignal] in
+            try? await Task.sleep(for: delay)
+            wakeSignal.signal()
+        }
+    }
 
     /// Stops claiming and waits for the pushes in flight.
     public func stop() async {
@@ -163,7 +176,10 @@ public final class PushWorker: Sendable {
         let at = now()
         let lease = configuration.lease
         let owner = instanceID
-        return try await database.write { db in
+        // Not durable: the claim is half of the gate POST → ring path's disk waits, and a
+        // lost claim only makes the job pending again (sent again, de-duplicated by
+        // `push_id` as after any crash between sending and recording).
+        return try await database.writeNotDurable { db in
             var sql = """
                 SELECT id FROM push_jobs
                 WHERE ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?))
@@ -252,11 +268,11 @@ public final class PushWorker: Sendable {
         let sink = sink
         let log = log
         do {
-            try await database.write { db in
+            let retryAt = try await database.write { db -> Date? in
                 // Only the lease holder records: a job whose lease ran out belongs to whoever reclaimed it.
                 let mine = try db.queryOne("SELECT status FROM push_jobs WHERE id = ? AND lease_owner = ? AND attempts = ?\(db.dialect.forUpdate)",
                                            .text(job.push.pushID), .text(owner), .integer(Int64(job.attempt)))
-                guard try mine?.string("status") == "sending" else { return }
+                guard try mine?.string("status") == "sending" else { return nil }
                 var outcome = expired ? "expired" : result.outcome.rawValue
                 var nextAttempt: Date?
                 let error = result.reason.map { reason in [reason, result.detail].compactMap { $0 }.joined(separator: ": ") }
@@ -321,7 +337,11 @@ public final class PushWorker: Sendable {
                         log.error("push event sink failed", ["push_id": .string(job.push.pushID), "error": .string("\(error)")])
                     }
                 }
+                return nextAttempt
             }
+            // The poll may be long (PostgreSQL: NOTIFY wakes the worker for new jobs), so a
+            // retry this worker scheduled wakes it when it falls due.
+            if let retryAt { wake(after: retryAt.timeIntervalSince(at)) }
         } catch {
             // The lease will run out and another pass will retry the job.
             log.error("recording a push attempt failed", ["push_id": .string(job.push.pushID), "error": .string("\(error)")])

@@ -53,6 +53,18 @@ public final class PostgresDatabase: SQLDatabase {
         }
     }
 
+    @discardableResult
+    public func writeNotDurable<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await pool.withConnection { connection in
+            connection.resetIfBroken()
+            return try inTransaction(begin: "BEGIN", execute: connection.simple) {
+                // Transaction-scoped: the pooled connection is back to the default after COMMIT.
+                try connection.simple("SET LOCAL synchronous_commit = off")
+                return try body(connection)
+            }
+        }
+    }
+
     public func ping() async throws {
         _ = try await read { try $0.query("SELECT 1 AS ok", []) }
     }

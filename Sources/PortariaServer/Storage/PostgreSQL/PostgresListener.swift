@@ -5,21 +5,39 @@ import PortariaCore
 import Glibc
 #endif
 
-/// Listens on a PostgreSQL channel with its own connection and thread, and hands every
-/// notification's payload to `onNotify`. NOTIFY is transactional, so a payload arrives
+/// Listens on PostgreSQL channels with its own connection and thread, and hands every
+/// notification's channel and payload to `onNotify`. NOTIFY is transactional, so a payload arrives
 /// only after the transaction that sent it committed. Reconnects after a failure and
 /// then reports `nil` once, so the listener can re-read what it may have missed.
 public final class PostgresListener: @unchecked Sendable {
     // Thread confinement: `connection` is used only by the listener thread; `running` is
     // guarded by its lock.
     private let conninfo: String
-    private let channel: String
-    private let onNotify: @Sendable (String?) -> Void
+    private let channels: [String]
+    private let onNotify: @Sendable (Notification) -> Void
     private let running = Locked(true)
     private let log: Log
 
-    public init(url: String, channel: String, log: Log = .shared, onNotify: @escaping @Sendable (String?) -> Void) {
-        precondition(channel.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }, "channel must be an identifier")
+    public convenience init(url: String, channel: String, log: Log = .shared, onNotify: @escaping @Sendable (String?) -> Void) {
+        self.init(url: url, channels: [channel], log: log) { notification in
+            switch notification {
+            case .payload(_, let payload): onNotify(payload)
+            case .reconnected: onNotify(nil)
+            }
+        }
+    }
+
+    /// What arrives on a listener with several channels.
+    public enum Notification: Sendable, Equatable {
+        case payload(channel: String, String)
+        /// After a lost connection: notifications may have been missed on every channel.
+        case reconnected
+    }
+
+    public init(url: String, channels: [String], log: Log = .shared, onNotification: @escaping @Sendable (Notification) -> Void) {
+        precondition(!channels.isEmpty && channels.allSatisfy { channel in
+            channel.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
+        }, "channels must be identifiers")
         // TCP keepalives: a listener behind a NAT or a failover must notice a dead
         // connection (and reconnect + re-read) instead of waiting for NOTIFYs forever.
         var listenURL = PostgresDatabase.withDefaults(url)
@@ -27,8 +45,8 @@ public final class PostgresListener: @unchecked Sendable {
             listenURL += "&keepalives=1&keepalives_idle=30&keepalives_interval=10&keepalives_count=3"
         }
         conninfo = listenURL
-        self.channel = channel
-        self.onNotify = onNotify
+        self.channels = channels
+        self.onNotify = onNotification
         self.log = log
     }
 
@@ -49,8 +67,8 @@ public final class PostgresListener: @unchecked Sendable {
         while running.current {
             do {
                 let connection = try PostgresConnection(conninfo: conninfo)
-                try connection.simple("LISTEN \(channel)")
-                if reconnecting { onNotify(nil) }
+                for channel in channels { try connection.simple("LISTEN \(channel)") }
+                if reconnecting { onNotify(.reconnected) }
                 reconnecting = false
                 try listen(on: connection)
             } catch {
@@ -77,9 +95,10 @@ public final class PostgresListener: @unchecked Sendable {
                 throw StorageError.unavailable("postgres listener: \(String(cString: PQerrorMessage(connection.handle)))")
             }
             while let notification = PQnotifies(connection.handle) {
+                let channel = String(cString: notification.pointee.relname)
                 let payload = String(cString: notification.pointee.extra)
                 PQfreemem(notification)
-                onNotify(payload)
+                onNotify(.payload(channel: channel, payload))
             }
         }
     }

@@ -49,6 +49,16 @@ public final class SQLiteDatabase: SQLDatabase {
         }
     }
 
+    @discardableResult
+    public func writeNotDurable<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await writer.withConnection { connection in
+            // Outside the transaction, and back to FULL before the writer serves anyone else.
+            try connection.run("PRAGMA synchronous = NORMAL")
+            defer { try? connection.run("PRAGMA synchronous = FULL") }
+            return try inTransaction(begin: "BEGIN IMMEDIATE", execute: connection.run) { try body(connection) }
+        }
+    }
+
     /// Copies the WAL into the database file and truncates it: page versions older than
     /// the last commit (a secret as it was before being wrapped) leave the disk.
     public func checkpointAndTruncate() async throws {
