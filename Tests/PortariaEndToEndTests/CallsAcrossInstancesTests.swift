@@ -38,6 +38,10 @@ struct CallsAcrossInstancesTests {
         case phoneConnectsAfterAnswer
         /// Only the phone (B): B holds it; A hears of it when the gate page connects.
         case gateConnectsAfterAnswer
+        /// Neither (the gate page reconnecting while Maria answers from a VoIP push, before
+        /// her app has a socket): A and B follow the company through Maria's tablets, and
+        /// one of them must still hold the call (before the review's fix, nobody did).
+        case neitherConnectedAtAnswer
         var testDescription: String { rawValue }
     }
 
@@ -67,8 +71,9 @@ struct CallsAcrossInstancesTests {
             let tabletOnA = try await R.subscribe(a, maria, query: "?device_id=tablet-9")
             let tabletOnB = try await R.subscribe(b, maria, query: "?device_id=tablet-8")
             let stranger = try await R.subscribe(b, ana)
-            var gatePage = arrival == .gateConnectsAfterAnswer ? nil : try await connectGatePage()
-            var phoneSocket = arrival == .phoneConnectsAfterAnswer ? nil : try await R.subscribe(b, maria, query: "?device_id=phone-1")
+            var gatePage = arrival == .gateConnectsAfterAnswer || arrival == .neitherConnectedAtAnswer ? nil : try await connectGatePage()
+            var phoneSocket = arrival == .phoneConnectsAfterAnswer || arrival == .neitherConnectedAtAnswer
+                ? nil : try await R.subscribe(b, maria, query: "?device_id=phone-1")
 
             let answered = try await b.request("POST", "/v1/visits/\(visit)/answer",
                 headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
@@ -90,7 +95,9 @@ struct CallsAcrossInstancesTests {
             }
             if phoneSocket == nil { phoneSocket = try await R.subscribe(b, maria, query: "?device_id=phone-1") }
             let visitor = try #require(gatePage), phone = try #require(phoneSocket)
-            if arrival != .gateConnectsAfterAnswer { _ = try await visitor.until("visit.answered", timeout: .seconds(10)) }
+            if arrival == .bothConnected || arrival == .phoneConnectsAfterAnswer {
+                _ = try await visitor.until("visit.answered", timeout: .seconds(10))
+            }
 
             // Offer (A → B) and answer (B → A), each too large for one notification.
             let offerSDP = Self.largeSDP("offer")

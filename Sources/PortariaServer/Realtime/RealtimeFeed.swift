@@ -125,7 +125,12 @@ public final class RealtimeFeed: Sendable {
         tasks.withLock { tasks in
             let worker = Task {
                 let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log, instanceID: instanceID)
-                for await command in stream { await state.handle(command) }
+                // AsyncStream hands out what it buffered even after finish() and cancellation:
+                // a stop drops the backlog instead of working through it.
+                for await command in stream {
+                    if Task.isCancelled { break }
+                    await state.handle(command)
+                }
             }
             // Call timeouts (negotiation, reconnection grace, maximum length).
             let timers = Task {
@@ -510,8 +515,10 @@ private final class FeedState {
     /// another does, the participants connected here are announced to it.
     func claimCall(visitID: String, companyID: String, resident: CallPeer) async throws -> Bool {
         let local = [CallPeer.visitor(visitID: visitID), resident].filter { isLocal($0, companyID: companyID) }
-        // Nobody of this call here: an instance holding one of them takes it.
-        guard !local.isEmpty else { return false }
+        // Any instance following the company may claim, participants here or not: when none
+        // holds one at this moment (the gate page reconnecting while the resident answers
+        // from a VoIP push, before the app has a socket) the call must still exist, as on
+        // SQLite; the first insert wins and participants reach the owner through presence.
         guard let call = try await callStore.claim(visitID: visitID, companyID: companyID, resident: resident,
                                                    instance: instanceID, at: Date()) else { return false }
         if call.owner == instanceID {
