@@ -382,10 +382,8 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// after `closeTimeout`, whichever comes first. Nothing read here is kept.
     private func linger(fallback: (code: WebSocketCloseCode, reason: String)) {
         guard phase == .open || phase == .closing else { return }
-        if receiving {
-            if deferredFinish == nil { deferredFinish = fallback }
-            return
-        }
+        // Only update() and tick() linger, and neither runs inside wslay_event_recv.
+        assert(!receiving, "linger during a receive")
         phase = .lingering
         lingerStartedAt = MonotonicClock.now()
         lingerFallback = fallback
