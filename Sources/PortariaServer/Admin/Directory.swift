@@ -156,6 +156,8 @@ public struct Directory: Sendable {
         let hash = await hasher.hash(password)
         return try await database.write { db in
             try db.execute("UPDATE users SET password_hash = ? WHERE id = ?", .text(hash), .text(user))
+            // Every server's cached bearer checks for this user go with the commit (decision 0043).
+            try AuthChange.record(.user(user), in: db)
             return try db.execute("""
                 UPDATE sessions SET revoked_at = ?, revoked_reason = 'password_changed' WHERE user_id = ? AND revoked_at IS NULL
                 """, .date(now), .text(user))
@@ -211,6 +213,7 @@ public struct Directory: Sendable {
                     try db.execute("INSERT INTO membership_permissions (user_id, company_id, permission) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                                    .text(user), .text(company), .text(permission))
                 }
+                try AuthChange.record(.user(user), in: db)
             }
         }
     }
@@ -224,6 +227,7 @@ public struct Directory: Sendable {
                 }
                 try db.execute("INSERT INTO membership_permissions (user_id, company_id, permission) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                                .text(user), .text(company), .text(permission))
+                try AuthChange.record(.user(user), in: db)
             }
         }
     }

@@ -70,7 +70,8 @@ public final class Application: Sendable {
             sms = LogSmsSender(log: log)
             log.warning("no --sms-webhook: OTP codes are written to this log (development only)")
         }
-        let authenticator = Authenticator(database: database, jwt: secrets.jwt)
+        let sessionCache = try Authenticator.sessionCache(for: database, entries: configuration.sessionCacheEntries)
+        let authenticator = Authenticator(database: database, jwt: secrets.jwt, sessionCache: sessionCache)
 
         let vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
                                              secretsKeyFile: configuration.secretsKeyFile, subject: configuration.vapidSubject)
@@ -127,14 +128,18 @@ public final class Application: Sendable {
         // Built once the feed exists, so a session ended here closes its sockets at once.
         let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
                                otpLimits: configuration.otpLimits, log: log,
-                               sessionEnded: { sessionID in feed.endSession(sessionID) })
+                               sessionEnded: { sessionID in
+                                   authenticator.sessionEnded(sessionID)
+                                   feed.endSession(sessionID)
+                               })
         let worker = pushWorker
         if database.dialect.isSharedByInstances {
             // One connection for every channel: events poke the feed, call messages go to the
             // feed's calls (decision 0040), push enqueues anywhere wake this worker.
-            let channels: [NotificationChannel] = [.events, .calls, .push]
-            listener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue), log: log) { notification in
+            let channels: [NotificationChannel] = [.events, .calls, .push, .auth]
+            let pgListener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue), log: log) { notification in
                 switch notification {
+                case .payload(NotificationChannel.auth.rawValue, let change): sessionCache.apply(notification: change)
                 case .payload(NotificationChannel.events.rawValue, let companyID): feed.poke(companyID: companyID)
                 case .payload(NotificationChannel.calls.rawValue, let message): feed.relayed(message)
                 case .payload(NotificationChannel.push.rawValue, _): worker.wake()
@@ -144,6 +149,9 @@ public final class Application: Sendable {
                     worker.wake()
                 }
             }
+            pgListener.onConnectionChange = { connected in sessionCache.setArmed(connected) }
+            sessionCache.waitForNotifications { await pgListener.barrier() }
+            listener = pgListener
         } else {
             listener = nil
         }

@@ -23,12 +23,36 @@ public struct Authenticator: Sendable {
     let sessions: SessionStore
     public var now: @Sendable () -> Date = { Date() }
     let verified = VerifiedTokenCache()
+    /// The bearer checks' answers (decision 0043); `SessionCache.disabled` reads every time.
+    let sessionCache: SessionCache
 
     public init(database: any SQLDatabase, jwt: JWTCodec) {
+        self.init(database: database, jwt: jwt, sessionCache: .disabled)
+    }
+
+    init(database: any SQLDatabase, jwt: JWTCodec, sessionCache: SessionCache) {
         self.database = database
         self.jwt = jwt
         self.accounts = AccountStore(database: database)
         self.sessions = SessionStore(database: database)
+        self.sessionCache = sessionCache
+    }
+
+    /// The cache for `database`: on SQLite on at once (its watcher sees every commit), on
+    /// PostgreSQL off until the listener says it is connected (`SessionCache.setArmed`).
+    /// `entries` 0 turns it off.
+    static func sessionCache(for database: any SQLDatabase, entries: Int) throws -> SessionCache {
+        guard entries > 0 else { return .disabled }
+        if let sqlite = database as? SQLiteDatabase {
+            return SessionCache(capacity: entries, armed: true, watcher: try SQLiteAuthWatcher(path: sqlite.path))
+        }
+        return SessionCache(capacity: entries, armed: false)
+    }
+
+    /// Forgets what is cached for a session this instance just ended, before the ending
+    /// request answers (other instances hear of it through `portaria_auth`).
+    public func sessionEnded(_ sessionID: String) {
+        sessionCache.forget(session: sessionID)
     }
 
     /// The verified token's user and session; the session must still be live, so logout
@@ -74,22 +98,36 @@ public struct Authenticator: Sendable {
         let sessionID = claims.sid
         let requested = request.header("x-company-id").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         let at = now()
-        let (found, companies, membership) = try await database.read { db -> (UserRecord?, [String]?, CompanyMembership?) in
-            // An ended session reads nothing more: its answer is the 401 whatever the company.
-            guard let user = try SessionStore.liveUser(db, sessionID: claims.sid, userID: claims.sub, at: at) else {
-                return (nil, nil, nil)
+        let key = SessionCache.Key(sessionID: sessionID, company: requested)
+        let (cached, ticket) = await sessionCache.lookup(key, userID: claims.sub, now: at)
+        let facts: CallerFacts?
+        if let cached {
+            facts = cached
+        } else {
+            facts = try await database.read { db -> CallerFacts? in
+                // An ended session reads nothing more: its answer is the 401 whatever the company.
+                guard let (user, expiresAt) = try SessionStore.liveUserAndExpiry(db, sessionID: claims.sid, userID: claims.sub, at: at) else {
+                    return nil
+                }
+                var requestedID = requested
+                var companies: [String]?
+                if requestedID == nil {
+                    let all = try AccountStore.companyIDs(db, userID: user.id)
+                    companies = all
+                    requestedID = all.count == 1 ? all[0] : nil
+                }
+                guard let requestedID, let companyID = CompanyID(rawValue: requestedID) else {
+                    return CallerFacts(user: user, companies: companies, membership: nil, sessionExpiresAt: expiresAt)
+                }
+                return CallerFacts(user: user, companies: companies,
+                                   membership: try AccountStore.memberships(db, userID: user.id, companyID: companyID.rawValue).first,
+                                   sessionExpiresAt: expiresAt)
             }
-            var requestedID = requested
-            var companies: [String]?
-            if requestedID == nil {
-                let all = try AccountStore.companyIDs(db, userID: user.id)
-                companies = all
-                requestedID = all.count == 1 ? all[0] : nil
-            }
-            guard let requestedID, let companyID = CompanyID(rawValue: requestedID) else { return (user, companies, nil) }
-            return (user, companies, try AccountStore.memberships(db, userID: user.id, companyID: companyID.rawValue).first)
+            // An ended session is not cached: it is never live again, and its 401 is cheap.
+            if let facts, let ticket { sessionCache.store(facts, for: key, ticket: ticket, now: at) }
         }
-        guard let user = found else { throw HTTPError.unauthorized("session ended") }
+        guard let facts else { throw HTTPError.unauthorized("session ended") }
+        let (user, companies, membership) = (facts.user, facts.companies, facts.membership)
         if requested == nil, let companies, companies.count != 1 {
             throw HTTPError(status: 400, code: .companyRequired,
                             message: companies.isEmpty ? "user belongs to no company"

@@ -19,9 +19,16 @@ struct SessionStore: Sendable {
 
     /// The same inside a read the caller already holds (`Authenticator.caller`).
     static func liveUser(_ db: any SQLConnection, sessionID: String, userID: String, at now: Date) throws -> UserRecord? {
-        try db.queryOne("""
-            SELECT \(AccountStore.userColumns(of: "u")) FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ? AND \(Self.live)
-            """, .text(sessionID), .text(userID), .date(now)).map(UserRecord.init)
+        try liveUserAndExpiry(db, sessionID: sessionID, userID: userID, at: now)?.user
+    }
+
+    /// The live session's user and when the session ends (what `SessionCache` may not outlive).
+    static func liveUserAndExpiry(_ db: any SQLConnection, sessionID: String, userID: String, at now: Date) throws
+        -> (user: UserRecord, expiresAt: Date)? {
+        guard let row = try db.queryOne("""
+            SELECT \(AccountStore.userColumns(of: "u")), s.expires_at AS session_expires_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.user_id = ? AND \(Self.live)
+            """, .text(sessionID), .text(userID), .date(now)) else { return nil }
+        return (try UserRecord(row), try row.required.date("session_expires_at"))
     }
 
     func isLive(sessionID: String, at now: Date) async throws -> Bool {
@@ -85,6 +92,7 @@ struct SessionStore: Sendable {
             if try row.int("spent_at") != nil || claimed == 0 {
                 try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = 'refresh_token_reused' WHERE id = ? AND revoked_at IS NULL",
                                .date(at), .text(sessionID))
+                try AuthChange.record(.session(sessionID), in: db)
                 return .reused(sessionID: sessionID)
             }
             try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
@@ -97,6 +105,7 @@ struct SessionStore: Sendable {
         try await database.write { db in
             try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
                            .date(at), .text(reason), .text(sessionID))
+            try AuthChange.record(.session(sessionID), in: db)
         }
     }
 

@@ -52,6 +52,9 @@ public struct ServerConfiguration: Sendable {
     /// Realtime sockets one user may hold (`RealtimeLimits.connectionsPerUser`). Raised only by
     /// `make bench`, whose one operator opens thousands of sockets; nil keeps the default.
     public var realtimeConnectionsPerUser: Int?
+    /// Bearer checks kept in memory (decision 0043); 0 reads the session and membership
+    /// on every request (the A/B's baseline).
+    public var sessionCacheEntries = 20_000
     /// Where `docs/openapi.yaml` is read from for `GET /v1/openapi.yaml`.
     public var openAPIPath: String?
     /// How long a push worker holds a claimed job before another instance may take it.
@@ -109,6 +112,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("otp-failures-per-day", help: "wrong SMS codes per phone per 24 h before lockout (default 10)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
         OptionSpec("realtime-connections-per-user", help: "realtime sockets per user (default 10; make bench raises it)", hidden: true),
+        OptionSpec("session-cache-entries", help: "bearer checks kept in memory (default 20000; 0 reads every time, for A/B runs)", hidden: true),
     ]
 
     /// Builds and validates the configuration; throws `UsageError` naming the bad option.
@@ -179,6 +183,7 @@ public struct ServerConfiguration: Sendable {
         }
         configuration.runsPushWorker = !options.flag("no-push-worker")
         configuration.benchRoutes = options.flag("enable-bench-routes")
+        configuration.sessionCacheEntries = try options.integer("session-cache-entries", default: 20_000, range: 0...10_000_000)
         if options.value("realtime-connections-per-user") != nil {
             configuration.realtimeConnectionsPerUser = try options.integer("realtime-connections-per-user", default: 10, range: 1...1_000_000)
         }

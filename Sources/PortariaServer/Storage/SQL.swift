@@ -190,6 +190,9 @@ public enum NotificationChannel: String, Sendable {
     case calls = "portaria_calls"
     /// Payload: empty; push jobs were enqueued, so every instance's worker looks for work.
     case push = "portaria_push"
+    /// Payload: a session ended or a user's access changed (`AuthChange`, decision 0043);
+    /// every instance forgets what its `SessionCache` holds for it.
+    case auth = "portaria_auth"
 }
 
 /// A connection handed to a read or write closure. Synchronous on purpose: the closure

@@ -17,6 +17,23 @@ public final class PostgresListener: @unchecked Sendable {
     private let onNotify: @Sendable (Notification) -> Void
     private let running = Locked(true)
     private let log: Log
+    /// Told `true` each time `LISTEN` runs on a new connection and `false` as soon as the
+    /// connection is lost: what must not miss a notification (`SessionCache`) stays off
+    /// in between. Set before `start()`.
+    public var onConnectionChange: (@Sendable (Bool) -> Void)?
+
+    /// `barrier()` callers: those waiting for the next round trip, and whether the
+    /// connection is up (no barrier can succeed without it).
+    private struct Barriers {
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+        var connected = false
+        var stopped = false
+    }
+    private let barriers = Locked(Barriers())
+    /// Wakes the listener thread's `poll` when a barrier is asked for: a non-blocking
+    /// pipe, written by `barrier()`, read (drained) by the thread.
+    private let wakeDescriptor: Int32
+    private let wakeWriter: Int32
 
     public convenience init(url: String, channel: String, log: Log = .shared, onNotify: @escaping @Sendable (String?) -> Void) {
         self.init(url: url, channels: [channel], log: log) { notification in
@@ -44,10 +61,66 @@ public final class PostgresListener: @unchecked Sendable {
         if !listenURL.contains("keepalives_idle=") {
             listenURL += "&keepalives=1&keepalives_idle=30&keepalives_interval=10&keepalives_count=3"
         }
+        // Named, so an operator (and the tests) can tell it in pg_stat_activity.
+        if !listenURL.contains("application_name=") { listenURL += "&application_name=portaria-listener" }
         conninfo = listenURL
         self.channels = channels
         self.onNotify = onNotification
         self.log = log
+        var pair: [Int32] = [-1, -1]
+        precondition(pipe(&pair) == 0, "pipe failed: errno \(errno)")
+        for descriptor in pair {
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        }
+        wakeDescriptor = pair[0]
+        wakeWriter = pair[1]
+    }
+
+    deinit {
+        close(wakeDescriptor)
+        close(wakeWriter)
+    }
+
+    /// Returns once every notification of a transaction that committed before this call
+    /// has been handed to `onNotify` — true — or false when the connection is down (or
+    /// goes down first). How: one round trip (`SELECT 1`) on the listening connection,
+    /// started after the call. The committing backend signalled this connection's backend
+    /// at its commit, and a backend sends the notifications it was signalled about before
+    /// it reports ready for the next query; so they arrive before the round trip's end.
+    /// Callers that arrive while a round trip is in flight share the next one: under load
+    /// one round trip serves a whole batch (`SessionCache`, decision 0043).
+    public func barrier() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let wake = barriers.withLock { state -> Bool? in
+                guard state.connected, !state.stopped else { return nil }
+                state.waiting.append(continuation)
+                return state.waiting.count == 1
+            }
+            switch wake {
+            case nil: continuation.resume(returning: false)
+            case true?:
+                var one: UInt8 = 1
+                _ = write(wakeWriter, &one, 1)
+            case false?: break
+            }
+        }
+    }
+
+    /// Ends the barriers in `batch` (and, when the connection went, every waiting one).
+    private func finishBarriers(_ batch: [CheckedContinuation<Bool, Never>], succeeded: Bool) {
+        for continuation in batch { continuation.resume(returning: succeeded) }
+    }
+
+    private func setConnected(_ connected: Bool) {
+        let dropped = barriers.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.connected = connected
+            guard !connected else { return [] }
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        finishBarriers(dropped, succeeded: false)
+        onConnectionChange?(connected)
     }
 
     public func start() {
@@ -60,7 +133,15 @@ public final class PostgresListener: @unchecked Sendable {
         thread.start()
     }
 
-    public func stop() { running.withLock { $0 = false } }
+    public func stop() {
+        running.withLock { $0 = false }
+        let dropped = barriers.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            state.stopped = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        finishBarriers(dropped, succeeded: false)
+    }
 
     private func run() {
         var reconnecting = false
@@ -68,10 +149,12 @@ public final class PostgresListener: @unchecked Sendable {
             do {
                 let connection = try PostgresConnection(conninfo: conninfo)
                 for channel in channels { try connection.simple("LISTEN \(channel)") }
+                setConnected(true)
                 if reconnecting { onNotify(.reconnected) }
                 reconnecting = false
                 try listen(on: connection)
             } catch {
+                setConnected(false)
                 if running.current {
                     log.warning("postgres listener: reconnecting", ["error": .string(String(describing: error))])
                     reconnecting = true
@@ -81,25 +164,66 @@ public final class PostgresListener: @unchecked Sendable {
         }
     }
 
-    /// Waits on the connection's socket (1 s at a time, to notice `stop`), then drains
-    /// every pending notification.
+    /// Waits on the connection's socket and the barrier wake-up (1 s at a time, to notice
+    /// `stop`), drains every pending notification, and runs barrier round trips.
     private func listen(on connection: PostgresConnection) throws {
         let socket = PQsocket(connection.handle)
         guard socket >= 0 else { throw StorageError.unavailable("postgres listener: no socket") }
+        // The barriers whose `SELECT 1` is in flight; resumed (false) if the connection goes.
+        var inFlight: [CheckedContinuation<Bool, Never>] = []
+        defer { finishBarriers(inFlight, succeeded: false) }
         while running.current {
-            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, 1000)
+            var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+                               pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&descriptors, 2, 1000)
             if ready < 0 && errno != EINTR { throw StorageError.unavailable("postgres listener: poll failed") }
             guard ready > 0 else { continue }
-            guard PQconsumeInput(connection.handle) == 1 else {
-                throw StorageError.unavailable("postgres listener: \(String(cString: PQerrorMessage(connection.handle)))")
+            if descriptors[1].revents != 0 {
+                var drain = [UInt8](repeating: 0, count: 64)
+                while read(wakeDescriptor, &drain, drain.count) > 0 {}
             }
-            while let notification = PQnotifies(connection.handle) {
-                let channel = String(cString: notification.pointee.relname)
-                let payload = String(cString: notification.pointee.extra)
-                PQfreemem(notification)
-                onNotify(.payload(channel: channel, payload))
+            if descriptors[0].revents != 0 {
+                guard PQconsumeInput(connection.handle) == 1 else {
+                    throw StorageError.unavailable("postgres listener: \(String(cString: PQerrorMessage(connection.handle)))")
+                }
+                deliverNotifications(connection)
+                if !inFlight.isEmpty {
+                    // The round trip ends with the results, then nil after ReadyForQuery;
+                    // whatever notifications came before it were delivered just above.
+                    var finished = false
+                    while PQisBusy(connection.handle) == 0 {
+                        guard let result = PQgetResult(connection.handle) else {
+                            finished = true
+                            break
+                        }
+                        PQclear(result)
+                    }
+                    if finished {
+                        deliverNotifications(connection)
+                        let batch = inFlight
+                        inFlight = []
+                        finishBarriers(batch, succeeded: true)
+                    }
+                }
             }
+            if inFlight.isEmpty {
+                inFlight = barriers.withLock { state in
+                    defer { state.waiting = [] }
+                    return state.waiting
+                }
+                if !inFlight.isEmpty, PQsendQuery(connection.handle, "SELECT 1") != 1 {
+                    throw StorageError.unavailable("postgres listener: \(String(cString: PQerrorMessage(connection.handle)))")
+                }
+            }
+        }
+    }
+
+    private func deliverNotifications(_ connection: PostgresConnection) {
+        while let notification = PQnotifies(connection.handle) {
+            let channel = String(cString: notification.pointee.relname)
+            let payload = String(cString: notification.pointee.extra)
+            PQfreemem(notification)
+            onNotify(.payload(channel: channel, payload))
         }
     }
 }
