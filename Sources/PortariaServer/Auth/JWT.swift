@@ -57,8 +57,6 @@ public struct JWTCodec: Sendable {
         self.currentKeyID = currentKeyID
     }
 
-    private struct Header: Codable { var alg: String; var typ: String?; var kid: String? }
-
     public func sign(_ claims: AccessClaims) -> String {
         let key = keys.first { $0.id == currentKeyID }!
         let header = #"{"alg":"HS256","kid":"\#(key.id)","typ":"JWT"}"#
@@ -71,16 +69,18 @@ public struct JWTCodec: Sendable {
     public func verify(_ token: String, now: Date = Date()) throws(TokenError) -> AccessClaims {
         guard token.utf8.count <= 4096 else { throw .malformed }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // The header and claims are read by `JWTJSON`, not `JSONDecoder` (decision 0044):
+        // flat objects of strings and integers, anything else malformed.
         guard parts.count == 3,
               let headerBytes = Base64URL.decode(parts[0]),
-              let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else { throw .malformed }
+              let header = JWTJSON.header(headerBytes) else { throw .malformed }
         guard header.alg == "HS256" else { throw .unsupportedAlgorithm }
         guard let kid = header.kid, let key = keys.first(where: { $0.id == kid }) else { throw .unknownKey }
         guard let signature = Base64URL.decode(parts[2]) else { throw .malformed }
         let expected = Crypto.hmacSHA256(key: key.secret, data: Array("\(parts[0]).\(parts[1])".utf8))
         guard Crypto.constantTimeEquals(signature, expected) else { throw .badSignature }
         guard let payloadBytes = Base64URL.decode(parts[1]),
-              let claims = try? JSONDecoder().decode(AccessClaims.self, from: Data(payloadBytes)) else { throw .malformed }
+              let claims = JWTJSON.claims(payloadBytes) else { throw .malformed }
         let seconds = Int64(now.timeIntervalSince1970)
         guard claims.iss == Self.issuer else { throw .wrongIssuer }
         guard claims.aud == Self.audience else { throw .wrongAudience }
