@@ -305,7 +305,7 @@ private final class FeedState {
                 (try EventLog.since(db, companyID: companyID, seq: since, limit: window + 1), try EventLog.prunedThrough(db))
             } : ([], 0)
             if since > member.lastDelivered || missed.count > window || since < prunedThrough {
-                // Too far back, pruned (decision 0035), or a seq this log never issued: the
+                // Too far back, pruned (decision 0050), or a seq this log never issued: the
                 // client reconciles over REST.
                 connection.send(text: JSONValue.object(["type": .string("resync_required"),
                                                         "seq": .number(Double(member.lastDelivered))]).jsonText)
