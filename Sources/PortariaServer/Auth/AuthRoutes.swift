@@ -44,12 +44,14 @@ struct AuthRoutes {
         }
         router.get("/v1/me") { request in
             let caller = try await authenticator.caller(request)
-            return .json(MeResponse(
+            let me = MeResponse(
                 user: UserSummary(id: caller.user.id, name: caller.user.name, username: caller.user.username),
                 company: caller.membership.company,
                 profile: Profile.decide(permissions: caller.permissions),
                 units: caller.membership.units,
-                permissions: Permissions.sorted(caller.permissions)))
+                permissions: Permissions.sorted(caller.permissions))
+            // Written by hand, not JSONEncoder: same bytes, a fifth of the CPU (decision 0045).
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: me.jsonBytes)
         }
     }
 }
