@@ -45,12 +45,15 @@ public struct VisitService: Sendable {
     let idempotency: IdempotencyStore
     let log: Log
     /// Called after a change that makes a ring step due now (a decline).
-    var wakeScheduler: @Sendable () -> Void = {}
+    let wakeScheduler: @Sendable () -> Void
     /// Test hook: runs after the in-flight marker is committed, before the action.
-    var beforeIdempotentWork: (@Sendable () async -> Void)?
+    let beforeIdempotentWork: (@Sendable () async -> Void)?
 
     public init(database: any SQLDatabase, clock: any TimeSource, bus: EventBus, configuration: VisitsConfiguration,
-                log: Log = .shared) {
+                log: Log = .shared, wakeScheduler: @escaping @Sendable () -> Void = {},
+                beforeIdempotentWork: (@Sendable () async -> Void)? = nil) {
+        self.wakeScheduler = wakeScheduler
+        self.beforeIdempotentWork = beforeIdempotentWork
         self.database = database
         self.clock = clock
         self.bus = bus
