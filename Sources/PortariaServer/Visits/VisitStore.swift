@@ -167,12 +167,12 @@ enum VisitStore {
             JOIN users us ON us.id = o.user_id
             WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
             """, .id(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
-        return try viewers(db, of: ordered.isEmpty ? AccountStore.residents(db, unitID: unitID.rawValue) : ordered, unitID: unitID)
+        return try viewers(db, of: ordered.isEmpty ? AccountStore.residents(db, unitID: unitID) : ordered, unitID: unitID)
     }
 
     /// The residents of a unit told about its visits (delivery rules' notices).
     static func notifiedResidents(_ db: any SQLConnection, unitID: UnitID) throws -> [PersonRef] {
-        try viewers(db, of: AccountStore.residents(db, unitID: unitID.rawValue), unitID: unitID)
+        try viewers(db, of: AccountStore.residents(db, unitID: unitID), unitID: unitID)
     }
 
     /// `people` who hold `visits.view` in the unit's company.
