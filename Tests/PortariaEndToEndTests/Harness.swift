@@ -303,7 +303,9 @@ enum HTTP {
     static let session: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 64
-        configuration.timeoutIntervalForRequest = 10
+        // Catches a hung server, not a slow one: a PostgreSQL login (argon2) took over 10 s
+        // once at load 24 on 2 cores.
+        configuration.timeoutIntervalForRequest = 60
         return URLSession(configuration: configuration)
     }()
 
@@ -350,5 +352,34 @@ enum EndToEndPostgres {
         try psql("CREATE DATABASE \(name)")
         components.path = "/" + name
         return (components.string!, { try? psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") })
+    }
+}
+
+/// Two `portaria serve` instances on one fresh PostgreSQL database, dropped at the end:
+/// `a` seeds the demo data (`--demo`) and `b` joins the same database, each with its own
+/// extra arguments. Both are stopped whether `body` returns or throws (and `a` too when
+/// `b` fails to start).
+enum TwoInstances {
+    static func with(a extraA: [String] = [], b extraB: [String] = [],
+                     _ body: (_ a: TestServer, _ b: TestServer) async throws -> Void) async throws {
+        let database = try #require(try EndToEndPostgres.create())
+        defer { database.drop() }
+        let a = try await TestServer.start(["--demo", "--database", database.url] + extraA)
+        let b: TestServer
+        do {
+            b = try await TestServer.start(["--database", database.url] + extraB)
+        } catch {
+            await a.stop()
+            throw error
+        }
+        do {
+            try await body(a, b)
+        } catch {
+            await a.stop()
+            await b.stop()
+            throw error
+        }
+        await a.stop()
+        await b.stop()
     }
 }

@@ -31,7 +31,7 @@ enum EventLog {
     /// advisory lock per company, taken just before the insert (the last work of every
     /// visit transaction), makes `seq` order equal commit order within a company, which
     /// is the scope replay reads. SQLite has a single writer and needs none.
-    static func append(_ db: any SQLConnection, companyID: String, visitID: String?, unitID: String?,
+    static func append(_ db: any SQLConnection, companyID: String, visitID: VisitID?, unitID: UnitID?,
                        events: [PendingEvent], at: Date) throws -> [EventRecord] {
         guard !events.isEmpty else { return [] }
         try db.lock(.eventLog(companyID: companyID))
@@ -43,9 +43,9 @@ enum EventLog {
             let row = try db.queryOne("""
                 INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
                 VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
-                """, .text(companyID), .optional(visitID), .optional(unitID), .text(event.type.rawValue),
+                """, .text(companyID), .optional(visitID?.rawValue), .optional(unitID?.rawValue), .text(event.type.rawValue),
                      .text(data.jsonText), .date(at))
-            return EventRecord(seq: try row?.int("seq") ?? 0, companyID: companyID, visitID: visitID, unitID: unitID,
+            return EventRecord(seq: try row?.int("seq") ?? 0, companyID: companyID, visitID: visitID?.rawValue, unitID: unitID?.rawValue,
                                type: event.type.rawValue, data: data, createdAt: at)
         }
         // The pushes these events call for, in the same transaction.
