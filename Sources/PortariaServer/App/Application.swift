@@ -168,6 +168,7 @@ public final class Application: Sendable {
         let listener = listener
         let memoryTrimmer = MemoryTrimmer()
         let runsPushWorker = configuration.runsPushWorker
+        let pushHandOff = visits.service.pushHandOff
         // Started in this order, stopped in the reverse: the realtime feed first (no more
         // frames), then the listener that pokes it, the WebSockets (libmicrohttpd must get
         // every upgraded socket back before it stops), the HTTP server's drain of
@@ -179,7 +180,14 @@ public final class Application: Sendable {
             }),
             LifecycleComponent("push providers", stop: push.shutdown),
             LifecycleComponent("memory trimmer", start: { memoryTrimmer.start() }, stop: { await memoryTrimmer.stop() }),
-            LifecycleComponent("push worker", start: { if runsPushWorker { worker.start() } }, stop: { await worker.stop() }),
+            LifecycleComponent("push worker", start: {
+                guard runsPushWorker else { return }
+                worker.start()
+                pushHandOff.attach(worker)
+            }, stop: {
+                pushHandOff.detach()
+                await worker.stop()
+            }),
             LifecycleComponent("push wake-ups", start: { pushWake.start() }, stop: { await pushWake.stop() }),
             // SMS codes still being sent after their answer: they write the database.
             LifecycleComponent("sms deliveries", stop: { await auth.deliveries.drain() }),

@@ -221,6 +221,17 @@ extension SQLConnection {
         transactionHooks.state(key, make: make, run: run)
     }
 
+    /// A value that lives until this write transaction ends (commit or rollback): how one
+    /// part of a transaction tells a later part something without threading a parameter
+    /// through every store in between.
+    func transactionValue<Value: AnyObject>(_ key: String, as type: Value.Type = Value.self) -> Value? {
+        transactionHooks.value(forKey: key) as? Value
+    }
+
+    func setTransactionValue(_ value: AnyObject?, forKey key: String) {
+        transactionHooks.setValue(value, forKey: key)
+    }
+
     /// Runs `action` right after this write transaction commits, on the thread that
     /// committed it (never if it rolls back). Must not block or touch the database.
     func afterCommit(_ action: @escaping () -> Void) {
@@ -333,13 +344,18 @@ func inTransaction<T>(begin: String, on connection: any SQLConnection, execute: 
 public final class TransactionHooks {
     private var lastWork: [(key: String, state: AnyObject, run: (AnyObject, any SQLConnection) throws -> Void)] = []
     private var afterCommit: [() -> Void] = []
+    private var values: [String: AnyObject] = [:]
 
     init() {}
 
     func reset() {
         lastWork.removeAll()
         afterCommit.removeAll()
+        values.removeAll()
     }
+
+    func value(forKey key: String) -> AnyObject? { values[key] }
+    func setValue(_ value: AnyObject?, forKey key: String) { values[key] = value }
 
     func state<State: AnyObject>(_ key: String, make: () -> State,
                                  run: @escaping (State, any SQLConnection) throws -> Void) -> State {

@@ -89,10 +89,35 @@ public enum PushOutbox {
                       .date(max(now, request.notBefore ?? now)), .date(request.deadline), .date(now)])
             jobs.append(EnqueuedPush(pushID: pushID, deviceID: deviceID, userID: userID, platform: platform, tokenKind: tokenKind))
         }
+        // Jobs due now go straight to this instance's worker when the caller asked for it
+        // (`handOff`): claimed here, sent the moment the transaction commits.
+        if !jobs.isEmpty, let handOff = db.transactionValue(HandOffClaim.key, as: HandOffClaim.self) {
+            let worker = handOff.worker
+            let at = worker.now()
+            let claimed = try claim(db, owner: worker.instanceID, leaseUntil: at.addingTimeInterval(worker.configuration.lease),
+                                    at: at, limit: jobs.count, ids: jobs.map(\.pushID))
+            if !claimed.isEmpty { db.afterCommit { worker.deliverHandedOff(claimed) } }
+        }
         // Every instance's worker looks for work at once when this commits, not at its
         // next poll (PostgreSQL; one notification per transaction whatever the job count).
         if !jobs.isEmpty { try db.notifyAtCommit(.push, payload: "") }
         return jobs
+    }
+
+    /// From here to the end of the caller's transaction, jobs that `enqueue` writes and
+    /// that are due now are claimed for `handOff`'s worker in that same transaction and
+    /// handed to it on the committing thread right after COMMIT (decision 0048): no claim
+    /// transaction, no poll, no wake-up hop between the gate POST and the provider. Does
+    /// nothing when no worker runs on this instance (the jobs stay pending for another).
+    static func handOff(_ db: any SQLConnection, to handOff: PushHandOff) {
+        guard let worker = handOff.worker, worker.acceptsHandOff else { return }
+        db.setTransactionValue(HandOffClaim(worker: worker), forKey: HandOffClaim.key)
+    }
+
+    private final class HandOffClaim {
+        static let key = "push.handoff"
+        let worker: PushWorker
+        init(worker: PushWorker) { self.worker = worker }
     }
 
     /// Cancels jobs of a visit that have not been sent yet (the visit was answered): a
@@ -132,6 +157,16 @@ public protocol PushEventSink: Sendable {
     /// Must not block or await. A thrown error is logged; the attempt is recorded regardless
     /// (rolling the outbox back would resend a push the provider already accepted).
     func pushAttempted(_ attempt: PushAttempt, in db: any SQLConnection) throws
+}
+
+/// This instance's push worker as the transactions that enqueue rings see it (decision
+/// 0048): set while the worker runs, empty on an instance that runs none.
+public final class PushHandOff: Sendable {
+    private let attached = Locked<PushWorker?>(nil)
+    public init() {}
+    public func attach(_ worker: PushWorker) { attached.withLock { $0 = worker } }
+    public func detach() { attached.withLock { $0 = nil } }
+    var worker: PushWorker? { attached.current }
 }
 
 /// A job as claimed: the row plus the lease that proves it is ours.
@@ -199,6 +234,17 @@ extension PushOutbox {
                                                   ackToken: ackTokens[id]),
                                deviceID: deviceID, userID: userID, visitID: try row.string("visit_id"), attempt: attempt)
         }
+    }
+
+    /// Ends the leases of jobs left `sending` by workers that are gone (SQLite: the file
+    /// belongs to this process, so such a worker died with a previous one): they are
+    /// claimed again at once instead of when their lease runs out. The attempt count is
+    /// kept, so the dead worker's late outcome — if it ever comes — is still refused.
+    static func releaseLeases(_ db: any SQLConnection, keeping live: Set<String>, at: Date) throws -> Int {
+        let kept = Array(live)
+        let clause = kept.isEmpty ? "" : " AND lease_owner NOT IN (\(Array(repeating: "?", count: kept.count).joined(separator: ", ")))"
+        return try db.execute("UPDATE push_jobs SET lease_until = ? WHERE status = 'sending' AND lease_until > ?" + clause,
+                              [.date(at), .date(at)] + kept.map(SQLValue.text))
     }
 
     /// Makes the given pending jobs due now (`push-test` sends at once).

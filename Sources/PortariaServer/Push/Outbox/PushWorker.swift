@@ -111,11 +111,57 @@ public final class PushWorker: Sendable {
         self.now = now
     }
 
+    /// Workers running in this process, by instance id: on SQLite the only live ones.
+    private static let running = Locked<Set<String>>([])
+
     /// Starts the delivery loop.
     public func start() {
+        Self.running.withLock { _ = $0.insert(instanceID) }
         loop.withLock { task in
             guard task == nil else { return }
-            task = Task { [self] in await self.run() }
+            task = Task { [self] in
+                await self.releaseDeadLeases()
+                await self.run()
+            }
+        }
+    }
+
+    /// SQLite: jobs a previous process claimed and never finished (killed mid-send, or
+    /// right after a gate POST handed them over) go out now, not a lease later.
+    private func releaseDeadLeases() async {
+        guard !database.dialect.isSharedByInstances else { return }
+        let live = Self.running.current
+        let at = now()
+        do {
+            let released = try await database.write { db in try PushOutbox.releaseLeases(db, keeping: live, at: at) }
+            if released > 0 { log.info("released push leases of a previous process", ["count": .number(Double(released))]) }
+        } catch {
+            log.error("releasing push leases failed", ["error": .string("\(error)")])
+        }
+    }
+
+    /// Whether jobs may be handed to this worker (it runs and is not stopping).
+    var acceptsHandOff: Bool { loop.current != nil && !stopping.current }
+
+    /// Sends jobs claimed for this worker by the transaction that enqueued them; called
+    /// on the thread that committed it, right after COMMIT (`PushOutbox.handOff`). Must
+    /// not block: each job becomes a task at once. A worker already stopping leaves them
+    /// claimed; their lease runs out and they are claimed again (here after a restart on
+    /// SQLite, at once).
+    func deliverHandedOff(_ jobs: [ClaimedJob]) {
+        let admitted = stopping.withLock { stopping -> Bool in
+            guard !stopping else { return false }
+            // Counted under the stopping lock: `stop()` then waits for these too.
+            inFlight.withLock { $0 += jobs.count }
+            return true
+        }
+        guard admitted else { return }
+        for job in jobs {
+            Task { [self] in
+                _ = await self.deliver(job)
+                self.inFlight.withLock { $0 -= 1 }
+                self.wakeSignal.signal()
+            }
         }
     }
 
@@ -134,6 +180,7 @@ public final class PushWorker: Sendable {
     /// Stops claiming and waits for the pushes in flight.
     public func stop() async {
         stopping.withLock { $0 = true }
+        Self.running.withLock { _ = $0.remove(instanceID) }
         wakeSignal.signal()
         let task = loop.withLock { task -> Task<Void, Never>? in defer { task = nil }; return task }
         await task?.value
