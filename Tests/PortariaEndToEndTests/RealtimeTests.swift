@@ -249,6 +249,43 @@ struct RealtimeTests {
         }
     }
 
+    @Test("a reconnect from before pruned events gets resync_required, never a replay with a hole (decision 0050)")
+    func replayAcrossPrunedEvents() async throws {
+        var server = try await TestServer.start(["--demo"])
+        defer { Task { [server] in await server.stop() } }
+        let maria = try await Self.login(server, "maria")
+        let reader = try await Self.subscribe(server, maria)
+        _ = try await Self.ring(server)
+        let ringing = try await reader.until("visit.ringing")
+        let last = try #require(ringing.last.flatMap(Self.seq))
+        reader.connection.close()
+        _ = await reader.closeCode()
+        // Missed while offline: a second visit, whose events then age past the 7 days.
+        _ = try await Self.ring(server)
+        await server.kill9()
+        let database = server.directory.appendingPathComponent("portaria.db").path
+        try runSQLite(database, "UPDATE events SET created_at = created_at - 8 * 86400000")
+        let newest = try #require(Int64(try runSQLite(database, "SELECT MAX(seq) FROM events")))
+
+        // The sweep runs at start; it logs what it deleted.
+        server = try await server.restart()
+        let swept = await eventually(within: .seconds(30)) {
+            server.log.split(separator: "\n").contains { $0.contains("retention sweep") && !$0.contains("\"events_deleted\":0") }
+        }
+        try #require(swept, "no sweep deleted events:\n\(server.log.suffix(3000))")
+        // At most the company's newest stays (none if a ring timer already added a newer one).
+        #expect(["0", "1"].contains(try runSQLite(database, "SELECT COUNT(*) FROM events WHERE seq <= \(newest)")))
+
+        let session = try await Self.login(server, "maria")
+        let stale = try await Self.subscribe(server, session, query: "?since=\(last)")
+        let first = try await stale.next()
+        #expect(first["type"]?.stringValue == "resync_required", "\(first)")
+        // From the newest event on nothing is missing: no resync (a timer's newer events
+        // may be replayed).
+        let current = try await Self.subscribe(server, session, query: "?since=\(newest)")
+        #expect(!current.beforeSubscribed.contains { $0["type"]?.stringValue == "resync_required" }, "\(current.beforeSubscribed)")
+    }
+
     @Test("browser tickets: single use, 30 s, Origin checked; no credentials → 401")
     func tickets() async throws {
         try await TestServer.with(["--demo"]) { server in
@@ -487,4 +524,20 @@ struct VisitViewPermissionTests {
             #expect(frames.last?["data"]?["visit_id"]?.stringValue == second)
         }
     }
+}
+
+/// Runs one statement with Debian's `sqlite3` shell on a database no server holds open;
+/// returns its output, trimmed.
+@discardableResult
+func runSQLite(_ path: String, _ sql: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    process.arguments = [path, sql]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw HarnessError("sqlite3 \(sql): exit \(process.terminationStatus)") }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }

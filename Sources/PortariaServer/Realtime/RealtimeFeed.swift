@@ -298,11 +298,15 @@ private final class FeedState {
         }
         if let since, since != member.lastDelivered {
             let window = limits.replayWindow
-            let missed = since < member.lastDelivered ? try await database.read { db in
-                try EventLog.since(db, companyID: companyID, seq: since, limit: window + 1)
-            } : []
-            if since > member.lastDelivered || missed.count > window {
-                // Too far back (or a seq this log never issued): the client reconciles over REST.
+            // The events first, then the pruned-through mark: a sweep that commits between
+            // the two reads (PostgreSQL reads per statement) then shows as pruned, and the
+            // client resyncs instead of missing what was deleted.
+            let (missed, prunedThrough) = since < member.lastDelivered ? try await database.read { db in
+                (try EventLog.since(db, companyID: companyID, seq: since, limit: window + 1), try EventLog.prunedThrough(db))
+            } : ([], 0)
+            if since > member.lastDelivered || missed.count > window || since < prunedThrough {
+                // Too far back, pruned (decision 0050), or a seq this log never issued: the
+                // client reconciles over REST.
                 connection.send(text: JSONValue.object(["type": .string("resync_required"),
                                                         "seq": .number(Double(member.lastDelivered))]).jsonText)
             } else {

@@ -31,6 +31,11 @@ public enum Schema {
         ]),
         Migration(version: 10, name: "push_resolution_kinds", statements: pushResolutionKinds),
         Migration(version: 11, name: "calls_across_instances", statements: callsAcrossInstances),
+        Migration(version: 12, name: "push_jobs_by_age", statements: [
+            // The retention sweep deletes finished jobs by age (decision 0050); without this
+            // it would scan the whole outbox every hour.
+            .init("CREATE INDEX push_jobs_created ON push_jobs (created_at)"),
+        ]),
     ]
 
     /// Video calls across instances on PostgreSQL (decision 0040): which instance owns

@@ -2,8 +2,9 @@ import Foundation
 import PortariaCore
 
 /// LGPD retention: photos, voice messages and visitor locations older than
-/// `--retention-days` are deleted; idempotency keys after 48 h; ended rate-limit windows.
-/// Logs what it deleted.
+/// `--retention-days` are deleted; idempotency keys after 48 h; ended rate-limit windows;
+/// realtime events after 7 days and finished push jobs (with their attempts) after 30 —
+/// both bounded by the retention days too (decision 0050). Logs what it deleted.
 public actor RetentionJob {
     let database: any SQLDatabase
     let clock: any TimeSource
@@ -18,7 +19,14 @@ public actor RetentionJob {
         public var locations = 0
         public var idempotencyKeys = 0
         public var rateLimitWindows = 0
+        public var events = 0
+        public var pushJobs = 0
+        public var pushAttempts = 0
     }
+
+    /// Rows deleted per transaction for the tables that grow with every visit: a first
+    /// sweep over a year of history must not hold the write lock for minutes.
+    static let batchSize = 1000
 
     init(database: any SQLDatabase, clock: any TimeSource, dataDirectory: String, days: Int, log: Log = .shared) {
         self.database = database
@@ -35,7 +43,7 @@ public actor RetentionJob {
         let now = clock.now()
         let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
         let keyCutoff = now.addingTimeInterval(-IdempotencyStore.retention)
-        let (report, paths) = try await database.write { db -> (Report, [String]) in
+        let (swept, paths) = try await database.write { db -> (Report, [String]) in
             var report = Report()
             let rows = try db.query("SELECT id, kind, path FROM visit_media WHERE created_at < ?", .date(cutoff))
             for row in rows {
@@ -53,12 +61,41 @@ public actor RetentionJob {
             return (report, try rows.compactMap { try $0.string("path") })
         }
         for path in paths { media.remove(path) }
+        var report = swept
+        (report.events, report.pushJobs, report.pushAttempts) = try await pruneLogs(now: now)
         log.info("retention sweep", ["retention_days": .number(Double(days)), "photos_deleted": .number(Double(report.photos)),
                                      "voice_messages_deleted": .number(Double(report.voiceMessages)),
                                      "locations_deleted": .number(Double(report.locations)),
                                      "idempotency_keys_deleted": .number(Double(report.idempotencyKeys)),
-                                     "rate_limit_windows_deleted": .number(Double(report.rateLimitWindows))])
+                                     "rate_limit_windows_deleted": .number(Double(report.rateLimitWindows)),
+                                     "events_deleted": .number(Double(report.events)),
+                                     "push_jobs_deleted": .number(Double(report.pushJobs)),
+                                     "push_attempts_deleted": .number(Double(report.pushAttempts))])
         return report
+    }
+
+    /// The event log and the push outbox, in batches of `batchSize` rows, each batch its
+    /// own transaction.
+    private func pruneLogs(now: Date) async throws -> (events: Int, pushJobs: Int, pushAttempts: Int) {
+        let retention = Double(days) * 86_400
+        let eventCutoff = now.addingTimeInterval(-min(EventLog.keptFor, retention))
+        let pushCutoff = now.addingTimeInterval(-min(PushOutbox.keptFor, retention))
+        let limit = Self.batchSize
+        var events = 0
+        while true {
+            let deleted = try await database.write { db in try EventLog.prune(db, before: eventCutoff, limit: limit) }
+            events += deleted
+            if deleted < limit || Task.isCancelled { break }
+        }
+        var jobs = 0
+        var attempts = 0
+        while true {
+            let deleted = try await database.write { db in try PushOutbox.prune(db, before: pushCutoff, limit: limit) }
+            jobs += deleted.jobs
+            attempts += deleted.attempts
+            if deleted.jobs < limit || Task.isCancelled { break }
+        }
+        return (events, jobs, attempts)
     }
 
     /// Sweeps now and then every `interval`.
