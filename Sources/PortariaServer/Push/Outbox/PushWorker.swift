@@ -98,6 +98,7 @@ public final class PushWorker: Sendable {
     private let inFlight = Locked(0)
     private let loop = Locked<Task<Void, Never>?>(nil)
     private let stopping = Locked(false)
+    private let retryWakes = Locked<[UUID: Task<Void, Never>]>([:])
 
     public init(database: any SQLDatabase, providers: PushProviders, configuration: Configuration = .init(),
                 instanceID: String = UUID().uuidString.lowercased(), sink: (any PushEventSink)? = nil,
@@ -168,14 +169,23 @@ public final class PushWorker: Sendable {
     /// Looks for work now (call after committing an enqueue on this instance).
     public func wake() { wakeSignal.signal() }
 
-    /// Looks for work once `seconds` have passed.
+    /// Looks for work once `seconds` have passed. Tracked, so `stop()` cancels the ones
+    /// still sleeping (a retry scheduled an hour out must not outlive the worker).
     private func wake(after seconds: TimeInterval) {
         let delay = Duration.milliseconds(Int64(max(0, min(seconds, 3600)) * 1000) + 1)
-        Task { [wakeSignal] in
-            try? await Task.sleep(for: delay)
-            wakeSignal.signal()
+        let id = UUID()
+        retryWakes.withLock { wakes in
+            guard !stopping.current else { return }
+            // Inserted under the lock its own removal takes: it cannot remove itself first.
+            wakes[id] = Task { [wakeSignal, retryWakes] in
+                if (try? await Task.sleep(for: delay)) != nil { wakeSignal.signal() }
+                _ = retryWakes.withLock { $0.removeValue(forKey: id) }
+            }
         }
     }
+
+    /// Retry wake-ups still sleeping (for tests: how many `stop()` must cancel).
+    var pendingRetryWakes: Int { retryWakes.current.count }
 
     /// Stops claiming and waits for the pushes in flight.
     public func stop() async {
@@ -185,6 +195,10 @@ public final class PushWorker: Sendable {
         let task = loop.withLock { task -> Task<Void, Never>? in defer { task = nil }; return task }
         await task?.value
         while inFlight.current > 0 { try? await Task.sleep(for: .milliseconds(10)) }
+        // Deliveries above may have scheduled retries: cancelled now, after the last one.
+        let wakes = retryWakes.withLock { wakes -> [Task<Void, Never>] in defer { wakes = [:] }; return Array(wakes.values) }
+        for wake in wakes { wake.cancel() }
+        for wake in wakes { await wake.value }
     }
 
     private func run() async {
