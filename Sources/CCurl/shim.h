@@ -25,25 +25,10 @@ static inline long portaria_curl_response_code(CURL *h) {
 }
 /* The multi interface (HTTP/2 multiplexing for APNs and FCM). */
 static inline CURLMcode portaria_curlm_set_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
-static inline void *portaria_curl_private(CURL *h) {
-    char *p = NULL;
-    curl_easy_getinfo(h, CURLINFO_PRIVATE, &p);
-    return p;
-}
-static inline long portaria_curl_http_version(CURL *h) {
-    long v = 0;
-    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &v);
-    return v;
-}
 /* New connections this transfer had to open (0 when it rode an existing one). */
 static inline long portaria_curl_num_connects(CURL *h) {
     long n = 0;
     curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &n);
-    return n;
-}
-static inline long portaria_curl_local_port(CURL *h) {
-    long n = 0;
-    curl_easy_getinfo(h, CURLINFO_LOCAL_PORT, &n);
     return n;
 }
 #endif

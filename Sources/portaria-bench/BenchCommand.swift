@@ -94,6 +94,14 @@ struct DemoTarget {
         gate = options.string("gate") ?? "demo-gate"
         unitLabel = options.string("unit") ?? "A-101"
     }
+
+    /// Maria and João, the two residents of the demo unit, logged in: the benchmarks that
+    /// resolve visits take turns between them.
+    func residents(_ http: BenchHTTP) async throws -> [(token: String, companyID: String)] {
+        var residents: [(token: String, companyID: String)] = []
+        for name in ["maria", "joao"] { residents.append(try await http.login(name, password: password, company: company)) }
+        return residents
+    }
 }
 
 /// `--name value` pairs.
@@ -127,8 +135,18 @@ struct Options {
     }
 
     func int(_ name: String, default value: Int) throws -> Int {
-        guard let text = values[name] else { return value }
+        try optionalInt(name) ?? value
+    }
+
+    /// A number that is absent unless given (a server's process id).
+    func optionalInt(_ name: String) throws -> Int? {
+        guard let text = values[name] else { return nil }
         guard let number = Int(text), number >= 0 else { throw BenchError("--\(name) must be a number") }
         return number
+    }
+
+    /// How many of something (clients, seconds, rounds): 0 is read as 1.
+    func count(_ name: String, default value: Int) throws -> Int {
+        max(1, try int(name, default: value))
     }
 }

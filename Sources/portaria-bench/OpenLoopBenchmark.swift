@@ -33,9 +33,9 @@ struct OpenLoopBenchmark {
             throw BenchError("--rates must be a comma-separated list of arrivals per second (1–100000)")
         }
         rates = parsed.sorted()
-        seconds = Double(max(1, try options.int("seconds", default: 10)))
-        limitMilliseconds = Double(max(1, try options.int("limit-ms", default: 25)))
-        maxInFlight = max(1, try options.int("max-in-flight", default: 2000))
+        seconds = Double(try options.count("seconds", default: 10))
+        limitMilliseconds = Double(try options.count("limit-ms", default: 25))
+        maxInFlight = try options.count("max-in-flight", default: 2000)
         bisections = max(0, try options.int("bisections", default: 3))
         target = DemoTarget(options)
     }
@@ -53,9 +53,7 @@ struct OpenLoopBenchmark {
     func run() async throws {
         let http = BenchHTTP(baseURL: baseURL, connections: 256)
         let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
-        var residents: [(token: String, companyID: String)] = []
-        for name in ["maria", "joao"] { residents.append(try await http.login(name, password: target.password, company: target.company)) }
-        let people = residents
+        let people = try await target.residents(http)
         let gate = target.gate
         print("openloop (\(target.label)): \(Int(seconds)) s per rate, p99 limit \(Int(limitMilliseconds)) ms, rates \(rates.map(String.init).joined(separator: ", "))/s")
 

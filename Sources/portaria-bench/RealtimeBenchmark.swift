@@ -21,11 +21,11 @@ struct RealtimeBenchmark {
     init(options: Options) throws {
         baseURL = try options.serverURL()
         secondURL = options.url("second-url")
-        connections = max(1, try options.int("connections", default: 5000))
-        visits = max(1, try options.int("visits", default: 20))
-        serverPID = try options.string("server-pid").map { _ in try options.int("server-pid", default: 0) }
-        secondServerPID = try options.string("second-server-pid").map { _ in try options.int("second-server-pid", default: 0) }
-        concurrency = max(1, try options.int("concurrency", default: 128))
+        connections = try options.count("connections", default: 5000)
+        visits = try options.count("visits", default: 20)
+        serverPID = try options.optionalInt("server-pid")
+        secondServerPID = try options.optionalInt("second-server-pid")
+        concurrency = try options.count("concurrency", default: 128)
         target = DemoTarget(options)
     }
 

@@ -34,13 +34,13 @@ struct SoakBenchmark {
 
     init(options: Options) throws {
         baseURL = try options.serverURL()
-        guard options.string("server-pid") != nil else { throw BenchError("--server-pid is required (RSS and descriptors)") }
-        serverPID = try options.int("server-pid", default: 0)
-        seconds = max(1, try options.int("seconds", default: 600))
-        interval = max(1, try options.int("interval", default: 60))
+        guard let serverPID = try options.optionalInt("server-pid") else { throw BenchError("--server-pid is required (RSS and descriptors)") }
+        self.serverPID = serverPID
+        seconds = try options.count("seconds", default: 600)
+        interval = try options.count("interval", default: 60)
         warmup = try options.int("warmup", default: 30)
         sockets = try options.int("sockets", default: 200)
-        readers = max(1, try options.int("readers", default: 16))
+        readers = try options.count("readers", default: 16)
         visitRate = Double(try options.int("visit-rate", default: 10))
         renewRate = Double(try options.int("renew-rate", default: 2))
         bound = Double(try options.int("bound-percent", default: 5)) / 100

@@ -18,8 +18,8 @@ struct VisitsBenchmark {
 
     init(options: Options) throws {
         baseURL = try options.serverURL()
-        concurrency = max(1, try options.int("concurrency", default: 50))
-        requests = max(1, try options.int("requests", default: 2000))
+        concurrency = try options.count("concurrency", default: 50)
+        requests = try options.count("requests", default: 2000)
         warmup = try options.int("warmup", default: 100)
         target = DemoTarget(options)
     }
@@ -27,9 +27,7 @@ struct VisitsBenchmark {
     func run() async throws {
         let http = BenchHTTP(baseURL: baseURL, connections: concurrency + 4)
         let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
-        var residents: [(token: String, companyID: String)] = []
-        for name in ["maria", "joao"] { residents.append(try await http.login(name, password: target.password, company: target.company)) }
-        let people = residents
+        let people = try await target.residents(http)
         print("visits (\(target.label)): \(requests) requests per scenario, \(concurrency) concurrent clients, unit \(target.unitLabel)")
 
         @Sendable func healthz(_: Int) async throws -> Int { try await http.send("GET", "/healthz").status }

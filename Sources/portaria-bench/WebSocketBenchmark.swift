@@ -21,10 +21,10 @@ struct WebSocketBenchmark {
     init(options: Options) throws {
         baseURL = try options.serverURL()
         connections = try options.int("connections", default: 10_000)
-        serverPID = try options.string("server-pid").map { _ in try options.int("server-pid", default: 0) }
+        serverPID = try options.optionalInt("server-pid")
         broadcasts = try options.int("broadcasts", default: 20)
         payloadBytes = try options.int("payload-bytes", default: 64)
-        concurrency = max(1, try options.int("concurrency", default: 128))
+        concurrency = try options.count("concurrency", default: 128)
     }
 
     func run() async throws {

@@ -105,6 +105,8 @@ struct ViewModelTests {
     @Test("login errors are sentences, never statuses", arguments: [
         (ServerFixtures.raw(401, #"{"error":{"code":"INVALID_CREDENTIALS","message":"invalid credentials"}}"#), "Usuário ou senha incorretos"),
         (ServerFixtures.raw(429, #"{"error":{"code":"RATE_LIMITED","message":"slow down","retry_after":290}}"#), "Muitas tentativas. Tente de novo em 5 min"),
+        // A value no server sends must not trap the conversion to minutes.
+        (ServerFixtures.raw(429, #"{"error":{"code":"RATE_LIMITED","message":"slow down","retry_after":1e300}}"#), "Muitas tentativas. Tente de novo mais tarde"),
         (ServerFixtures.raw(503, #"<html>bad gateway</html>"#), "Não foi possível entrar agora. Tente de novo"),
     ])
     func loginErrors(answer: ClientHTTPResponse, sentence: String) async {

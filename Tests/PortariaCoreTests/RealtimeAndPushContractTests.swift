@@ -97,4 +97,15 @@ struct RealtimeAndPushContractTests {
         }
         #expect(throws: PushPayloadError.notAnObject) { try PushPayload.decode(json: Data("[1]".utf8)) }
     }
+
+    @Test("numbers where strings belong are read with checked arithmetic: 1e300 as a push id is text, not a trap (fuzz/push-payload)")
+    func hugeNumbers() throws {
+        let huge = Data(#"{"type":"test","push_id":1e300,"ack_token":"Yg"}"#.utf8)
+        #expect(try PushPayload.decode(json: huge) == .test(pushID: "1e+300", text: nil, ackToken: "Yg"))
+        #expect(PushPayload.receipt(json: huge) == PushReceiptCapability(pushID: "1e+300", ackToken: "Yg"))
+        let negative = Data(#"{"type":"visit.ring","push_id":-9.3e18,"visit_id":12,"geofence_status":"away","geofence_distance_m":"1e300"}"#.utf8)
+        guard case .ring(let ring) = try PushPayload.decode(json: negative) else { Issue.record("not a ring"); return }
+        #expect(ring.pushID == "-9.3e+18" && ring.visitID == "12")
+        #expect(ring.geofence.distanceM == nil)
+    }
 }

@@ -49,11 +49,7 @@ struct CallsAcrossInstancesTests {
           .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"),
           arguments: Arrival.allCases)
     func callAcrossInstances(_ arrival: Arrival) async throws {
-        let database = try #require(try EndToEndPostgres.create())
-        defer { database.drop() }
-        let a = try await TestServer.start(["--demo", "--database", database.url])
-        let b = try await TestServer.start(["--database", database.url])
-        do {
+        try await TwoInstances.with { a, b in
             let (visit, visitorToken) = try await R.ring(a)
             let maria = try await R.login(b, "maria")
             let ana = try await R.login(b, "ana")
@@ -165,22 +161,12 @@ struct CallsAcrossInstancesTests {
             let started = (onB["attempts"] as? [[String: Any]])?.first { $0["kind"] as? String == "call_started" }
             #expect((started?["user"] as? [String: Any])?["id"] as? String == answeredBy, "\(started ?? [:])")
             #expect(started?["device_id"] as? String == "phone-1", "\(started ?? [:])")
-        } catch {
-            await a.stop()
-            await b.stop()
-            throw error
         }
-        await a.stop()
-        await b.stop()
     }
     @Test("the visit is resolved while both participants are on B and the call's owner A follows nobody of the company: the call still ends with visit_closed",
           .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
     func visitClosedAwayFromTheOwner() async throws {
-        let database = try #require(try EndToEndPostgres.create())
-        defer { database.drop() }
-        let a = try await TestServer.start(["--demo", "--database", database.url])
-        let b = try await TestServer.start(["--database", database.url])
-        do {
+        try await TwoInstances.with { a, b in
             let (visit, visitorToken) = try await R.ring(a)
             let maria = try await R.login(b, "maria")
             func connectGatePage(_ server: TestServer) async throws -> R.Reader {
@@ -219,12 +205,6 @@ struct CallsAcrossInstancesTests {
                 return kinds.contains("call_ended")
             }
             #expect(recorded, "the owner never ended the call")
-        } catch {
-            await a.stop()
-            await b.stop()
-            throw error
         }
-        await a.stop()
-        await b.stop()
     }
 }

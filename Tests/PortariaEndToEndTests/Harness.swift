@@ -352,3 +352,32 @@ enum EndToEndPostgres {
         return (components.string!, { try? psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") })
     }
 }
+
+/// Two `portaria serve` instances on one fresh PostgreSQL database, dropped at the end:
+/// `a` seeds the demo data (`--demo`) and `b` joins the same database, each with its own
+/// extra arguments. Both are stopped whether `body` returns or throws (and `a` too when
+/// `b` fails to start).
+enum TwoInstances {
+    static func with(a extraA: [String] = [], b extraB: [String] = [],
+                     _ body: (_ a: TestServer, _ b: TestServer) async throws -> Void) async throws {
+        let database = try #require(try EndToEndPostgres.create())
+        defer { database.drop() }
+        let a = try await TestServer.start(["--demo", "--database", database.url] + extraA)
+        let b: TestServer
+        do {
+            b = try await TestServer.start(["--database", database.url] + extraB)
+        } catch {
+            await a.stop()
+            throw error
+        }
+        do {
+            try await body(a, b)
+        } catch {
+            await a.stop()
+            await b.stop()
+            throw error
+        }
+        await a.stop()
+        await b.stop()
+    }
+}

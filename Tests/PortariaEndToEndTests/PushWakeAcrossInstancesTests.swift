@@ -14,11 +14,8 @@ struct PushWakeAcrossInstancesTests {
     func ringSentByAnotherInstance() async throws {
         let providers = try await P.Providers.start()
         defer { providers.stop() }
-        let database = try #require(try EndToEndPostgres.create())
-        defer { database.drop() }
-        let a = try await TestServer.start(["--demo", "--database", database.url, "--no-push-worker"] + providers.arguments)
-        let b = try await TestServer.start(["--database", database.url, "--push-poll-seconds", "600"] + providers.arguments)
-        do {
+        try await TwoInstances.with(a: ["--no-push-worker"] + providers.arguments,
+                                    b: ["--push-poll-seconds", "600"] + providers.arguments) { a, b in
             let maria = try await ClientDeviceEndToEndTests.Direct.login(a, "maria")
             let registered = try await maria.send("POST", "/v1/devices", json: #"{"installation_id":"wake-iphone","platform":"ios","push_token":"\#(String(repeating: "ab", count: 32))","voip_token":"\#(String(repeating: "cd", count: 32))"}"#)
             #expect(registered.status == 201, "\(String(decoding: registered.body, as: UTF8.self))")
@@ -29,12 +26,6 @@ struct PushWakeAcrossInstancesTests {
             let rung = await eventually(within: .seconds(20)) { providers.ringPayloads(visitID).apns != nil }
             #expect(rung, "APNs saw \(providers.apns.records().count) requests")
             if rung { print("push wake across instances: \(ContinuousClock.now - started) from gate POST on A to the ring at the APNs fake, sent by B") }
-        } catch {
-            await a.stop()
-            await b.stop()
-            throw error
         }
-        await a.stop()
-        await b.stop()
     }
 }

@@ -357,11 +357,7 @@ struct RealtimeTests {
     @Test("two instances on one PostgreSQL: a visit made through A reaches a socket on B",
           .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
     func crossInstance() async throws {
-        let database = try #require(try EndToEndPostgres.create())
-        defer { database.drop() }
-        let a = try await TestServer.start(["--demo", "--database", database.url])
-        let b = try await TestServer.start(["--database", database.url])
-        do {
+        try await TwoInstances.with { a, b in
             let maria = try await Self.login(b, "maria")
             let reader = try await Self.subscribe(b, maria)
             let started = ContinuousClock.now
@@ -370,13 +366,7 @@ struct RealtimeTests {
             #expect(frame["type"]?.stringValue == "visit.created")
             #expect(frame["data"]?["visit_id"]?.stringValue == visit)
             print("cross-instance delivery: \(ContinuousClock.now - started) from gate POST to frame on B")
-        } catch {
-            await a.stop()
-            await b.stop()
-            throw error
         }
-        await a.stop()
-        await b.stop()
     }
 
     @Test("a user may hold 10 sockets; the 11th is closed with 1008 and a closed one frees a place")

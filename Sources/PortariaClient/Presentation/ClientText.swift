@@ -172,7 +172,9 @@ extension ClientText {
             case .invalidCredentials: return "Usuário ou senha incorretos"
             case .invalidOTP: return "Código inválido ou expirado"
             case .rateLimited:
-                if case .number(let seconds)? = body.details["retry_after"], seconds > 0 {
+                // Bounded before converting (`Int(_:)` traps on a huge or infinite value);
+                // beyond a day, "mais tarde" says as much.
+                if case .number(let seconds)? = body.details["retry_after"], seconds > 0, seconds <= 86_400 {
                     let minutes = Int((seconds / 60).rounded(.up))
                     return "Muitas tentativas. Tente de novo em \(minutes) min"
                 }

@@ -279,7 +279,11 @@ public enum PushPayload: Sendable, Equatable {
         func string(_ key: String) -> String? {
             switch fields[key] {
             case .string(let text)?: return text
-            case .number(let number)?: return number.rounded() == number ? String(Int64(number)) : String(number)
+            case .number(let number)?:
+                // Checked: `Int64(_:)` traps beyond its range (`"push_id": 1e300` killed the
+                // app inside PushKit's callback; found by fuzz/push-payload).
+                if let whole = Int64(exactly: number) { return String(whole) }
+                return number.isFinite ? String(number) : nil
             default: return nil
             }
         }

@@ -67,11 +67,11 @@ public struct AccountStore: Sendable {
     }
 
     /// The enabled residents of a unit, by name.
-    static func residents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
+    static func residents(_ db: any SQLConnection, unitID: UnitID) throws -> [PersonRef] {
         try db.query("""
             SELECT DISTINCT us.id, us.name FROM membership_units mu JOIN users us ON us.id = mu.user_id
             WHERE mu.unit_id = ? AND us.disabled = 0 ORDER BY us.name, us.id
-            """, .text(unitID)).map { PersonRef(id: try $0.required.string("id"), name: try $0.required.string("name")) }
+            """, .id(unitID)).map { PersonRef(id: try $0.required.string("id"), name: try $0.required.string("name")) }
     }
 
     /// People by id with their display names; a user deleted since is named "".

@@ -26,7 +26,13 @@ public final class Application: Sendable {
     private let lifecycle: Lifecycle
     let log: Log
 
-    /// Opens and migrates the database, then registers every route. Does not listen yet.
+    /// Builds the process in dependency order, each part given what it needs when it is
+    /// constructed (nothing is patched in afterwards): the port, the database, the secrets
+    /// and authenticator every capability shares, push delivery, the WebSocket hub, the
+    /// visits capability, the realtime feed that follows it, authentication (which closes
+    /// the feed's sockets of an ended session), the cross-instance listener; then the
+    /// routes, and the lifecycle that starts and stops it all (decision 0029). Does not
+    /// listen yet.
     public init(configuration: ServerConfiguration, log: Log = .shared) async throws {
         // Before the first argon2 hash (demo seeding): see MemoryPolicy for why.
         MemoryPolicy.apply()
@@ -37,6 +43,40 @@ public final class Application: Sendable {
         // The port before the database: a second server started by mistake must fail
         // before it creates, migrates or seeds anything.
         let router = Router()
+        server = try Self.boundServer(router: router, configuration, log: log)
+        let storage = try await OpenedDatabase(configuration, log: log)
+        database = storage.database
+        for warning in configuration.warnings { log.warning(warning) }
+        let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile, log: log)
+        let sms = Self.smsSender(configuration, log: log)
+        let authenticator = Authenticator(database: database, jwt: secrets.jwt)
+        let push = try await PushDelivery(configuration, database: database, log: log)
+        vapidPublicKey = push.vapid.publicKey
+        pushWorker = push.worker
+        webSockets = Self.webSocketHub(log: log)
+        iceServers = try Self.iceServers(configuration, log: log)
+        visits = VisitsModule(database: database, authenticator: authenticator,
+                              configuration: Self.visitsConfiguration(configuration), log: log)
+        let feed = Self.realtimeFeed(configuration, database: database, hub: webSockets, relayOnly: iceServers.turn != nil,
+                                     visits: visits.bus, log: log)
+        realtime = feed
+        let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
+                               otpLimits: configuration.otpLimits, log: log,
+                               sessionEnded: { sessionID in feed.endSession(sessionID) })
+        listener = Self.postgresListener(configuration, database: database, feed: feed, pushWorker: push.worker, log: log)
+        // Ring and cancel jobs were written with the events; deliver them now rather than
+        // at the worker's next poll.
+        let pushWake = BusRelay(bus: visits.bus) { [worker = push.worker] event in
+            if event.type == "visit.ringing" || event.type == "visit.ring_cancelled" { worker.wake() }
+        }
+        lifecycle = Lifecycle(Self.components(storage: storage, push: push, runsPushWorker: configuration.runsPushWorker,
+                                              pushWake: pushWake, auth: auth, visits: visits, server: server,
+                                              webSockets: webSockets, listener: listener, feed: feed), log: log)
+        registerRoutes(on: router, auth: auth, authenticator: authenticator, vapid: push.vapid)
+    }
+
+    /// The HTTP server on its port (bound, not yet serving), routing through `router`.
+    static func boundServer(router: Router, _ configuration: ServerConfiguration, log: Log) throws -> HTTPServer {
         var http = HTTPServerConfiguration()
         http.host = configuration.host
         http.port = configuration.port
@@ -45,140 +85,144 @@ public final class Application: Sendable {
         http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
-        server = HTTPServer(router: router, configuration: http, log: log)
+        let server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
-        // Held for the life of the server on SQLite: one server per database file.
-        let databaseLock: DatabaseFileLock?
-        if configuration.databaseURL.hasPrefix("sqlite://") {
-            databaseLock = try DatabaseFileLock(path: String(configuration.databaseURL.dropFirst("sqlite://".count)))
-        } else {
-            databaseLock = nil
-        }
-        try PrivateDirectory.prepare(configuration.dataDirectory)
-        database = try await DatabaseFactory.open(url: configuration.databaseURL)
-        let applied = try await Migrator().migrate(database)
-        if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
+        return server
+    }
 
-        if configuration.seedDemo { try await DemoData.seedIfEmpty(database, log: log) }
-        for warning in configuration.warnings { log.warning(warning) }
-        let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile, log: log)
-        let outbound = OutboundHTTPClient(caFile: configuration.caFile)
-        let sms: any SmsSender
+    /// The database opened, migrated and (with `--seed-demo`) seeded; on SQLite with the
+    /// file lock that makes it one server per database file, held until the stop.
+    struct OpenedDatabase: Sendable {
+        let database: any SQLDatabase
+        let lock: DatabaseFileLock?
+
+        init(_ configuration: ServerConfiguration, log: Log) async throws {
+            if configuration.databaseURL.hasPrefix("sqlite://") {
+                lock = try DatabaseFileLock(path: String(configuration.databaseURL.dropFirst("sqlite://".count)))
+            } else {
+                lock = nil
+            }
+            try PrivateDirectory.prepare(configuration.dataDirectory)
+            database = try await DatabaseFactory.open(url: configuration.databaseURL)
+            let applied = try await Migrator().migrate(database)
+            if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
+            if configuration.seedDemo { try await DemoData.seedIfEmpty(database, log: log) }
+        }
+
+        func close() async {
+            await database.close()
+            lock?.unlock()
+        }
+    }
+
+    static func smsSender(_ configuration: ServerConfiguration, log: Log) -> any SmsSender {
         if let webhook = configuration.smsWebhook {
-            sms = WebhookSmsSender(url: webhook, client: outbound)
-        } else {
-            sms = LogSmsSender(log: log)
-            log.warning("no --sms-webhook: OTP codes are written to this log (development only)")
+            return WebhookSmsSender(url: webhook, client: OutboundHTTPClient(caFile: configuration.caFile))
         }
-        let authenticator = Authenticator(database: database, jwt: secrets.jwt)
+        log.warning("no --sms-webhook: OTP codes are written to this log (development only)")
+        return LogSmsSender(log: log)
+    }
 
-        let vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
+    /// Push delivery: the VAPID keys browsers subscribe with, the APNs/FCM/Web Push
+    /// providers and the worker that drains the outbox through them.
+    struct PushDelivery: Sendable {
+        let vapid: VAPIDKeys
+        let providers: PushProviders
+        let shutdownProviders: @Sendable () -> Void
+        let worker: PushWorker
+
+        init(_ configuration: ServerConfiguration, database: any SQLDatabase, log: Log) async throws {
+            vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
                                              secretsKeyFile: configuration.secretsKeyFile, subject: configuration.vapidSubject)
-        let webPush = try WebPushProvider(vapid: vapid, hosts: configuration.webPushHosts, caFile: configuration.caFile, log: log)
-        log.info("Web Push enabled", ["hosts": .string(configuration.webPushHosts.patterns.joined(separator: ",")),
-                                      "subject": .string(configuration.vapidSubject)])
-        if !configuration.vapidSubjectGiven {
-            log.warning("no --vapid-subject: push services get a placeholder contact (Apple's refuses it); set --vapid-subject mailto:you@example.com")
-        }
-        vapidPublicKey = vapid.publicKey
-        let push = try Self.pushProviders(configuration, web: webPush, log: log)
-        var workerConfiguration = PushWorker.Configuration()
-        workerConfiguration.lease = configuration.pushLease
-        if database.dialect.isSharedByInstances { workerConfiguration.pollInterval = PushWorker.Configuration.notifiedPollInterval }
-        if let poll = configuration.pushPollInterval { workerConfiguration.pollInterval = poll }
-        pushWorker = PushWorker(database: database, providers: push.providers, configuration: workerConfiguration,
+            let webPush = try WebPushProvider(vapid: vapid, hosts: configuration.webPushHosts, caFile: configuration.caFile, log: log)
+            log.info("Web Push enabled", ["hosts": .string(configuration.webPushHosts.patterns.joined(separator: ",")),
+                                          "subject": .string(configuration.vapidSubject)])
+            if !configuration.vapidSubjectGiven {
+                log.warning("no --vapid-subject: push services get a placeholder contact (Apple's refuses it); set --vapid-subject mailto:you@example.com")
+            }
+            (providers, shutdownProviders) = try Application.pushProviders(configuration, web: webPush, log: log)
+            var workerConfiguration = PushWorker.Configuration()
+            workerConfiguration.lease = configuration.pushLease
+            if database.dialect.isSharedByInstances { workerConfiguration.pollInterval = PushWorker.Configuration.notifiedPollInterval }
+            if let poll = configuration.pushPollInterval { workerConfiguration.pollInterval = poll }
+            worker = PushWorker(database: database, providers: providers, configuration: workerConfiguration,
                                 sink: VisitTimelinePushSink(), log: log)
+        }
+    }
 
+    static func webSocketHub(log: Log) -> WebSocketHub {
         var socketConfiguration = WebSocketConfiguration.server
         socketConfiguration.maxMessageSize = RealtimeLimits().maxClientMessageBytes
-        webSockets = WebSocketHub(configuration: socketConfiguration, log: log)
-        iceServers = try ICEServerProvider(configuration: configuration)
+        return WebSocketHub(configuration: socketConfiguration, log: log)
+    }
+
+    static func iceServers(_ configuration: ServerConfiguration, log: Log) throws -> ICEServerProvider {
+        let iceServers = try ICEServerProvider(configuration: configuration)
         if iceServers.turn == nil {
             log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
         }
+        return iceServers
+    }
 
-        DeviceRoutes(store: DeviceStore(database: database), authenticator: authenticator,
-                     webPushHosts: configuration.webPushHosts).register(on: router)
-        WebPushRoutes(vapid: vapid).register(on: router)
-        PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
-        SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
-            .register(on: router)
-        StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)
-        if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }
-        var visitsConfiguration = VisitsConfiguration()
-        visitsConfiguration.gateLimit = configuration.gateLimit
-        visitsConfiguration.dataDirectory = configuration.dataDirectory
-        visitsConfiguration.retentionDays = configuration.retentionDays
-        visitsConfiguration.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
-        visits = VisitsModule(database: database, authenticator: authenticator, configuration: visitsConfiguration, log: log)
-        visits.register(on: router)
+    static func visitsConfiguration(_ configuration: ServerConfiguration) -> VisitsConfiguration {
+        var visits = VisitsConfiguration()
+        visits.gateLimit = configuration.gateLimit
+        visits.dataDirectory = configuration.dataDirectory
+        visits.retentionDays = configuration.retentionDays
+        visits.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
+        return visits
+    }
 
-        var realtimeLimits = RealtimeLimits()
-        if let perUser = configuration.realtimeConnectionsPerUser { realtimeLimits.connectionsPerUser = perUser }
-        realtimeLimits.residentRelayOnly = iceServers.turn != nil
-        if iceServers.turn == nil {
+    /// The realtime feed of `visits`' events. `relayOnly`: a TURN server is configured, so
+    /// residents' direct candidates are withheld from visitors.
+    static func realtimeFeed(_ configuration: ServerConfiguration, database: any SQLDatabase, hub: WebSocketHub,
+                             relayOnly: Bool, visits: EventBus, log: Log) -> RealtimeFeed {
+        var limits = RealtimeLimits()
+        if let perUser = configuration.realtimeConnectionsPerUser { limits.connectionsPerUser = perUser }
+        limits.residentRelayOnly = relayOnly
+        if !relayOnly {
             log.warning("no TURN: video calls use direct candidates, so a visitor's page sees the answering resident's IP addresses (set --turn-url in production)")
         }
-        realtime = RealtimeFeed(database: database, hub: webSockets, limits: realtimeLimits, log: log)
+        let feed = RealtimeFeed(database: database, hub: hub, limits: limits, log: log)
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.
-        if !database.dialect.isSharedByInstances { realtime.follow(visits.bus) }
-        let feed = realtime
-        // Built once the feed exists, so a session ended here closes its sockets at once.
-        let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
-                               otpLimits: configuration.otpLimits, log: log,
-                               sessionEnded: { sessionID in feed.endSession(sessionID) })
-        let worker = pushWorker
-        if database.dialect.isSharedByInstances {
-            // One connection for every channel: events poke the feed, call messages go to the
-            // feed's calls (decision 0040), push enqueues anywhere wake this worker.
-            let channels: [NotificationChannel] = [.events, .calls, .push]
-            listener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue), log: log) { notification in
-                switch notification {
-                case .payload(NotificationChannel.events.rawValue, let companyID): feed.poke(companyID: companyID)
-                case .payload(NotificationChannel.calls.rawValue, let message): feed.relayed(message)
-                case .payload(NotificationChannel.push.rawValue, _): worker.wake()
-                case .payload: break
-                case .reconnected:
-                    feed.pokeAll()
-                    worker.wake()
-                }
-            }
-        } else {
-            listener = nil
-        }
-        AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
-        let visitService = visits.service
-        let visitors = visits.visitors
-        CallRoutes(iceServers: iceServers, authenticator: authenticator,
-                   visitorVisit: { request in try visitService.visitorLiveCall(try await visitors.access(request)) }).register(on: router)
-        RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
-                       authenticator: authenticator, visits: visits.service, visitors: visits.visitors,
-                       allowedOrigins: configuration.allowedOrigins).register(on: router)
+        if !database.dialect.isSharedByInstances { feed.follow(visits) }
+        return feed
+    }
 
-        // Ring and cancel jobs were written with the events; deliver them now rather than
-        // at the worker's next poll.
-        let pushWake = BusRelay(bus: visits.bus) { event in
-            if event.type == "visit.ringing" || event.type == "visit.ring_cancelled" { worker.wake() }
+    /// On PostgreSQL, one connection for every channel: events poke the feed, call messages
+    /// go to the feed's calls (decision 0040), push enqueues anywhere wake this worker.
+    /// Nil on SQLite (one instance).
+    static func postgresListener(_ configuration: ServerConfiguration, database: any SQLDatabase, feed: RealtimeFeed,
+                                 pushWorker worker: PushWorker, log: Log) -> PostgresListener? {
+        guard database.dialect.isSharedByInstances else { return nil }
+        let channels: [NotificationChannel] = [.events, .calls, .push]
+        return PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue), log: log) { notification in
+            switch notification {
+            case .payload(NotificationChannel.events.rawValue, let companyID): feed.poke(companyID: companyID)
+            case .payload(NotificationChannel.calls.rawValue, let message): feed.relayed(message)
+            case .payload(NotificationChannel.push.rawValue, _): worker.wake()
+            case .payload: break
+            case .reconnected:
+                feed.pokeAll()
+                worker.wake()
+            }
         }
-        let database = database
-        let server = server
-        let webSockets = webSockets
-        let visits = visits
-        let listener = listener
+    }
+
+    /// Started in this order, stopped in the reverse: the realtime feed first (no more
+    /// frames), then the listener that pokes it, the WebSockets (libmicrohttpd must get
+    /// every upgraded socket back before it stops), the HTTP server's drain of in-flight
+    /// requests, the loops and deliveries that write, and the database last.
+    static func components(storage: OpenedDatabase, push: PushDelivery, runsPushWorker: Bool, pushWake: BusRelay,
+                           auth: AuthService, visits: VisitsModule, server: HTTPServer, webSockets: WebSocketHub,
+                           listener: PostgresListener?, feed: RealtimeFeed) -> [LifecycleComponent] {
         let memoryTrimmer = MemoryTrimmer()
-        let runsPushWorker = configuration.runsPushWorker
+        let worker = push.worker
         let pushHandOff = visits.service.pushHandOff
-        // Started in this order, stopped in the reverse: the realtime feed first (no more
-        // frames), then the listener that pokes it, the WebSockets (libmicrohttpd must get
-        // every upgraded socket back before it stops), the HTTP server's drain of
-        // in-flight requests, the loops and deliveries that write, and the database last.
-        lifecycle = Lifecycle([
-            LifecycleComponent("database", stop: {
-                await database.close()
-                databaseLock?.unlock()
-            }),
-            LifecycleComponent("push providers", stop: push.shutdown),
+        return [
+            LifecycleComponent("database", stop: { await storage.close() }),
+            LifecycleComponent("push providers", stop: push.shutdownProviders),
             LifecycleComponent("memory trimmer", start: { memoryTrimmer.start() }, stop: { await memoryTrimmer.stop() }),
             LifecycleComponent("push worker", start: {
                 guard runsPushWorker else { return }
@@ -196,7 +240,27 @@ public final class Application: Sendable {
             LifecycleComponent("websockets", stop: { await webSockets.shutdown() }),
             LifecycleComponent("postgres listener", start: { listener?.start() }, stop: { listener?.stop() }),
             LifecycleComponent("realtime feed", start: { feed.start() }, stop: { await feed.stop() }),
-        ], log: log)
+        ]
+    }
+
+    /// Every capability's routes, once every part exists.
+    private func registerRoutes(on router: Router, auth: AuthService, authenticator: Authenticator, vapid: VAPIDKeys) {
+        DeviceRoutes(store: DeviceStore(database: database), authenticator: authenticator,
+                     webPushHosts: configuration.webPushHosts).register(on: router)
+        WebPushRoutes(vapid: vapid).register(on: router)
+        PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
+        SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
+            .register(on: router)
+        StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)
+        if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }
+        visits.register(on: router)
+        AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
+        let (visitService, visitors) = (visits.service, visits.visitors)
+        CallRoutes(iceServers: iceServers, authenticator: authenticator,
+                   visitorVisit: { request in try visitService.visitorLiveCall(try await visitors.access(request)) }).register(on: router)
+        RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
+                       authenticator: authenticator, visits: visits.service, visitors: visits.visitors,
+                       allowedOrigins: configuration.allowedOrigins).register(on: router)
     }
 
     /// APNs and FCM from the configuration, Web Push when given; the log-only sender for

@@ -19,7 +19,7 @@ public struct AuthService: Sendable {
     public var now: @Sendable () -> Date = { Date() }
     /// Told when a session ends here (logout, refresh-token reuse), so live sockets of
     /// that session close at once instead of at the next periodic check.
-    public var sessionEnded: @Sendable (String) -> Void
+    public let sessionEnded: @Sendable (String) -> Void
     /// SMS codes being looked up, stored and sent after the answer; shutdown drains them
     /// before the database closes.
     let deliveries = TrackedTasks()

@@ -49,25 +49,12 @@ public struct SecretsKey: Sendable {
     /// Wraps `plaintext` for the place named `context`.
     func seal(_ plaintext: [UInt8], context: String) -> String {
         let nonce = Crypto.randomBytes(12)
-        let aad = Array(context.utf8)
-        var ciphertext = [UInt8](repeating: 0, count: plaintext.count + 16)
         var tag = [UInt8](repeating: 0, count: 16)
-        guard let cipher = EVP_CIPHER_CTX_new() else { fatalError("OpenSSL: no cipher context") }
-        defer { EVP_CIPHER_CTX_free(cipher) }
-        var length: Int32 = 0
-        var total = 0
-        let ok = EVP_EncryptInit_ex(cipher, EVP_aes_256_gcm(), nil, nil, nil) == 1
-            && EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_SET_IVLEN, 12, nil) == 1
-            && EVP_EncryptInit_ex(cipher, nil, nil, bytes, nonce) == 1
-            && EVP_EncryptUpdate(cipher, nil, &length, aad, Int32(aad.count)) == 1
-            && EVP_EncryptUpdate(cipher, &ciphertext, &length, plaintext, Int32(plaintext.count)) == 1
-            && { total = Int(length); return true }()
-            && ciphertext.withUnsafeMutableBufferPointer { EVP_EncryptFinal_ex(cipher, $0.baseAddress! + total, &length) } == 1
-            && { total += Int(length); return true }()
-            && EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1
         // Encryption with a valid key cannot fail short of a broken libcrypto.
-        guard ok else { fatalError("OpenSSL AES-256-GCM encryption failed") }
-        return Self.prefix + Base64URL.encode(nonce + ciphertext.prefix(total) + tag)
+        guard let ciphertext = aesGCM(encrypt: true, plaintext, nonce: nonce, aad: Array(context.utf8), tag: &tag) else {
+            fatalError("OpenSSL AES-256-GCM encryption failed")
+        }
+        return Self.prefix + Base64URL.encode(nonce + ciphertext + tag)
     }
 
     /// Opens a value `seal` made for `context`; throws when the key or the place is wrong
@@ -77,25 +64,37 @@ public struct SecretsKey: Sendable {
               sealed.count >= 12 + 16 else {
             throw SecretsError("a wrapped secret (\(context)) is malformed")
         }
-        let nonce = Array(sealed.prefix(12))
-        let ciphertext = Array(sealed.dropFirst(12).dropLast(16))
         var tag = Array(sealed.suffix(16))
-        let aad = Array(context.utf8)
-        var plaintext = [UInt8](repeating: 0, count: ciphertext.count + 16)
+        guard let plaintext = aesGCM(encrypt: false, Array(sealed.dropFirst(12).dropLast(16)), nonce: Array(sealed.prefix(12)),
+                                     aad: Array(context.utf8), tag: &tag) else {
+            throw SecretsError("a wrapped secret (\(context)) does not open with this --secrets-key-file (wrong key?)")
+        }
+        return plaintext
+    }
+
+    /// AES-256-GCM through OpenSSL's direction-neutral `EVP_Cipher*` calls: encrypting
+    /// fills `tag`; decrypting checks the data against `tag` and answers nil when it does
+    /// not authenticate (wrong key, wrong `aad`, altered bytes).
+    private func aesGCM(encrypt: Bool, _ input: [UInt8], nonce: [UInt8], aad: [UInt8], tag: inout [UInt8]) -> [UInt8]? {
         guard let cipher = EVP_CIPHER_CTX_new() else { fatalError("OpenSSL: no cipher context") }
         defer { EVP_CIPHER_CTX_free(cipher) }
+        let direction: Int32 = encrypt ? 1 : 0
+        var output = [UInt8](repeating: 0, count: input.count + 16)
         var length: Int32 = 0
-        var total = 0
-        let ok = EVP_DecryptInit_ex(cipher, EVP_aes_256_gcm(), nil, nil, nil) == 1
-            && EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_SET_IVLEN, 12, nil) == 1
-            && EVP_DecryptInit_ex(cipher, nil, nil, bytes, nonce) == 1
-            && EVP_DecryptUpdate(cipher, nil, &length, aad, Int32(aad.count)) == 1
-            && EVP_DecryptUpdate(cipher, &plaintext, &length, ciphertext, Int32(ciphertext.count)) == 1
-            && { total = Int(length); return true }()
-            && EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_SET_TAG, 16, &tag) == 1
-            && plaintext.withUnsafeMutableBufferPointer { EVP_DecryptFinal_ex(cipher, $0.baseAddress! + total, &length) } > 0
-        guard ok else { throw SecretsError("a wrapped secret (\(context)) does not open with this --secrets-key-file (wrong key?)") }
-        return Array(plaintext.prefix(total + Int(length)))
+        guard EVP_CipherInit_ex(cipher, EVP_aes_256_gcm(), nil, nil, nil, direction) == 1,
+              EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_SET_IVLEN, 12, nil) == 1,
+              EVP_CipherInit_ex(cipher, nil, nil, bytes, nonce, direction) == 1,
+              EVP_CipherUpdate(cipher, nil, &length, aad, Int32(aad.count)) == 1,
+              EVP_CipherUpdate(cipher, &output, &length, input, Int32(input.count)) == 1 else { return nil }
+        var total = Int(length)
+        // The expected tag goes in before the final step, which checks it.
+        if !encrypt, EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_SET_TAG, 16, &tag) != 1 { return nil }
+        guard output.withUnsafeMutableBufferPointer({ EVP_CipherFinal_ex(cipher, $0.baseAddress! + total, &length) }) == 1 else {
+            return nil
+        }
+        total += Int(length)
+        if encrypt, EVP_CIPHER_CTX_ctrl(cipher, EVP_CTRL_GCM_GET_TAG, 16, &tag) != 1 { return nil }
+        return Array(output.prefix(total))
     }
 }
 

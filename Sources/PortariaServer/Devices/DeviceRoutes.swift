@@ -25,7 +25,7 @@ struct DeviceRoutes {
             let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
             // Another user's device answers exactly like a device that does not exist.
             guard let id = DeviceID(rawValue: try request.parameter("id").lowercased()),
-                  try await store.delete(id: id.rawValue, userID: caller.user.id) else {
+                  try await store.delete(id: id, userID: caller.user.id) else {
                 throw HTTPError.notFound("device not found")
             }
             return .noContent()

@@ -183,9 +183,9 @@ public struct DeviceStore: Sendable {
     }
 
     /// Deletes the caller's own device; returns false when there is none of theirs with that id.
-    public func delete(id: String, userID: String) async throws -> Bool {
+    public func delete(id: DeviceID, userID: String) async throws -> Bool {
         try await database.write { db in
-            try db.execute("DELETE FROM devices WHERE id = ? AND user_id = ?", .text(id), .text(userID)) == 1
+            try db.execute("DELETE FROM devices WHERE id = ? AND user_id = ?", .id(id), .text(userID)) == 1
         }
     }
 }

@@ -98,7 +98,7 @@ public struct PushReceipts: Sendable {
                                         .text(pushID), .text(userID)) else { return nil }
         if let acked = try job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
         try PushOutbox.markAcked(db, pushID: pushID, at: at)
-        if let visitID = try job.string("visit_id") {
+        if let visitID = try job.string("visit_id").flatMap(VisitID.init(rawValue:)) {
             // Receipts, not provider 200s, measure delivery: they join the timeline.
             try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushReceipt, user: PersonRef(id: userID, name: ""),
                                          deviceID: try job.string("device_id"), channel: "push",

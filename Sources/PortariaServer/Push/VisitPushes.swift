@@ -115,7 +115,7 @@ enum VisitPushes {
 /// outbox's own transaction.
 struct VisitTimelinePushSink: PushEventSink {
     func pushAttempted(_ attempt: PushAttempt, in db: any SQLConnection) throws {
-        guard let visitID = attempt.visitID else { return }
+        guard let visitID = attempt.visitID.flatMap(VisitID.init(rawValue:)) else { return }
         var detail = "\(attempt.kind.rawValue) via \(attempt.provider): \(attempt.outcome)"
         if let status = attempt.httpStatus { detail += " \(status)" }
         if let reason = attempt.reason { detail += " \(reason)" }

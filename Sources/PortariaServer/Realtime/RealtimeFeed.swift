@@ -492,12 +492,13 @@ private final class FeedState {
         let at = Date()
         switch record.entry {
         case .started(let visitID, let resident):
-            guard case .resident(let userID, let deviceID) = resident else { return }
+            guard case .resident(let userID, let deviceID) = resident, let visitID = VisitID(rawValue: visitID) else { return }
             try await database.write { db in
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .callStarted, user: PersonRef(id: userID, name: ""),
                                              deviceID: deviceID, channel: "call", at: at)
             }
         case .connected(let visitID):
+            guard let visitID = VisitID(rawValue: visitID) else { return }
             try await database.write { db in
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .callConnected, channel: "call", at: at)
             }
@@ -505,6 +506,7 @@ private final class FeedState {
             var detail = "\(reason)"
             if let endedBy { detail += " by \(endedBy)" }
             if wasConnected, let length = record.connectedFor { detail += " after \(length.components.seconds)s" }
+            guard let visitID = VisitID(rawValue: visitID) else { return }
             let text = detail
             try await database.write { db in
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .callEnded, channel: "call", detail: text, at: at)

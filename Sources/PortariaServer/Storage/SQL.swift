@@ -61,6 +61,13 @@ public struct SQLRow: Sendable {
         public func double(_ name: String) throws -> Double { try read(name, \.asReal) }
         public func bool(_ name: String) throws -> Bool { try read(name, \.asBool) }
         public func date(_ name: String) throws -> Date { try read(name, \.asDate) }
+        /// An id column: a value that cannot be an id (`Identifier`'s rule) throws like a NULL.
+        public func id<Kind>(_ name: String) throws -> Identifier<Kind> {
+            guard let id = try row.value(name).asText.flatMap(Identifier<Kind>.init(rawValue:)) else {
+                throw RowDecodingError.unexpectedNull(name)
+            }
+            return id
+        }
 
         private func read<T>(_ name: String, _ convert: KeyPath<SQLValue, T?>) throws -> T {
             guard let value = try row.value(name)[keyPath: convert] else { throw RowDecodingError.unexpectedNull(name) }
@@ -70,6 +77,9 @@ public struct SQLRow: Sendable {
 }
 
 extension SQLValue {
+    /// A typed id as its text.
+    static func id<Kind>(_ id: Identifier<Kind>) -> SQLValue { .text(id.rawValue) }
+
     /// The conversions the row accessors share (nil for NULL or a text that does not parse).
     var asText: String? {
         switch self {

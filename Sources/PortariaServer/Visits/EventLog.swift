@@ -71,14 +71,14 @@ enum EventLog {
     /// here — a gate POST's ring plan, pushes and answer no longer run while every other
     /// visit of the building waits (decision 0047). SQLite has a single writer: the lock
     /// is a no-op there, and the same deferred insert keeps one code path.
-    static func append(_ db: any SQLConnection, companyID: String, visitID: String?, unitID: String?,
+    static func append(_ db: any SQLConnection, companyID: String, visitID: VisitID?, unitID: UnitID?,
                        events: [PendingEvent], at: Date) throws -> [EventRecord] {
         guard !events.isEmpty else { return [] }
         let batch = db.lastWork("events:" + companyID, make: { EventBatch(companyID: companyID) }) { batch, db in
             try batch.insert(db)
         }
         let records = events.map { event in
-            EventRecord(sequence: EventSequence(0), companyID: companyID, visitID: visitID, unitID: unitID,
+            EventRecord(sequence: EventSequence(0), companyID: companyID, visitID: visitID?.rawValue, unitID: unitID?.rawValue,
                         type: event.type.rawValue, data: JSONValue.object(event.data), createdAt: at)
         }
         batch.records += records

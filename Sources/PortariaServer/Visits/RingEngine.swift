@@ -5,7 +5,7 @@ import PortariaCore
 /// Every function runs inside the caller's write transaction.
 enum RingEngine {
     struct Job: Sendable {
-        var visitID: String
+        var visitID: VisitID
         var steps: [[String]]
         var nextStep: Int
         var stepMs: Int64
@@ -27,15 +27,15 @@ enum RingEngine {
         try db.execute("""
             INSERT INTO ring_jobs (visit_id, company_id, steps, next_step, step_ms, due_at, window_ends_at, created_at)
             VALUES (?, ?, ?, 0, ?, ?, ?, ?)
-            """, .text(row.id), .text(row.companyID), .text(stepsJSON), .integer(Int64(stepSeconds) * 1000),
+            """, .id(row.id), .text(row.companyID), .text(stepsJSON), .integer(Int64(stepSeconds) * 1000),
                  .integer(now), .integer(now + Int64(windowSeconds) * 1000), .integer(now))
         return try step(db, visitID: row.id, at: at)
     }
 
-    static func job(_ db: any SQLConnection, visitID: String) throws -> Job? {
+    static func job(_ db: any SQLConnection, visitID: VisitID) throws -> Job? {
         guard let row = try db.queryOne("""
             SELECT visit_id, steps, next_step, step_ms, due_at, window_ends_at FROM ring_jobs WHERE visit_id = ?
-            """, .text(visitID)) else { return nil }
+            """, .id(visitID)) else { return nil }
         let text = try row.string("steps") ?? "[]"
         let steps = (try? JSONDecoder().decode([[String]].self, from: Data(text.utf8))) ?? []
         return Job(visitID: visitID, steps: steps, nextStep: Int(try row.int("next_step") ?? 0), stepMs: try row.int("step_ms") ?? 20_000,
@@ -49,14 +49,19 @@ enum RingEngine {
             SELECT j.visit_id FROM ring_jobs j JOIN visits v ON v.id = j.visit_id
             WHERE j.due_at <= ? ORDER BY j.due_at, j.visit_id LIMIT 1
             """ + db.dialect.skipLocked, .integer(ms(at)))?.string("visit_id") else { return nil }
-        return try step(db, visitID: claimed, at: at)
+        guard let visitID = VisitID(rawValue: claimed) else {
+            // Not an id this server could have written: nothing can ring for it.
+            try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(claimed))
+            return []
+        }
+        return try step(db, visitID: visitID, at: at)
     }
 
     /// Performs whatever is due for one visit's ring: the next step, or the end of the window.
-    static func step(_ db: any SQLConnection, visitID: String, at: Date) throws -> [EventRecord] {
+    static func step(_ db: any SQLConnection, visitID: VisitID, at: Date) throws -> [EventRecord] {
         guard let job = try job(db, visitID: visitID) else { return [] }
-        guard let id = VisitID(rawValue: visitID), let row = try VisitStore.load(db, id: id), row.status == .ringing else {
-            try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(visitID))
+        guard let row = try VisitStore.load(db, id: visitID), row.status == .ringing else {
+            try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .id(visitID))
             return []
         }
         let now = ms(at)
@@ -66,7 +71,7 @@ enum RingEngine {
         }
         guard job.nextStep < job.steps.count else {
             // Everyone was rung; wait for the window to end.
-            try db.execute("UPDATE ring_jobs SET due_at = ? WHERE visit_id = ?", .integer(job.windowEndsAt), .text(visitID))
+            try db.execute("UPDATE ring_jobs SET due_at = ? WHERE visit_id = ?", .integer(job.windowEndsAt), .id(visitID))
             return []
         }
         let users = job.steps[job.nextStep]
@@ -98,26 +103,26 @@ enum RingEngine {
             "ring_deadline": .string(Timestamp.format(date(job.windowEndsAt))),
         ]))
         try db.execute("UPDATE ring_jobs SET next_step = ?, due_at = ? WHERE visit_id = ?",
-                       .integer(Int64(following)), .integer(max(due, job.dueAt)), .text(visitID))
+                       .integer(Int64(following)), .integer(max(due, job.dueAt)), .id(visitID))
         return try EventLog.append(db, companyID: row.companyID, visitID: visitID, unitID: row.unitID,
                                    events: pending.map { VisitEngine.decorate($0, row: row, status: .ringing) }, at: at)
     }
 
     /// A resident declined: when everyone of the current step has declined, the ring
     /// moves on now (to the next step, or to the end of the window after the last).
-    static func declined(_ db: any SQLConnection, visitID: String, userID: String, at: Date) throws {
+    static func declined(_ db: any SQLConnection, visitID: VisitID, userID: String, at: Date) throws {
         guard let job = try job(db, visitID: visitID), job.nextStep > 0 else { return }
         let current = job.steps[job.nextStep - 1]
         guard current.contains(userID) else { return }
-        let declined = Set(try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'decline'", .text(visitID))
+        let declined = Set(try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'decline'", .id(visitID))
             .compactMap { try $0.string("user_id") })
         guard current.allSatisfy(declined.contains) else { return }
         let now = ms(at)
         if job.nextStep < job.steps.count {
-            try db.execute("UPDATE ring_jobs SET due_at = ? WHERE visit_id = ?", .integer(now), .text(visitID))
+            try db.execute("UPDATE ring_jobs SET due_at = ? WHERE visit_id = ?", .integer(now), .id(visitID))
         } else {
             try db.execute("UPDATE ring_jobs SET due_at = ?, window_ends_at = ? WHERE visit_id = ?",
-                           .integer(now), .integer(now), .text(visitID))
+                           .integer(now), .integer(now), .id(visitID))
         }
     }
 

@@ -83,16 +83,15 @@ struct UnitSettingsStore: Sendable {
 
     /// The unit's settings and residents, nil when the company has no such unit.
     func settings(unitID: UnitID, companyID: String) async throws -> UnitSettingsResponse? {
-        try await database.read { db in try Self.load(db, unitID: unitID.rawValue, companyID: companyID) }
+        try await database.read { db in try Self.load(db, unitID: unitID, companyID: companyID) }
     }
 
     /// Replaces the settings in one commit, after checking every ring order entry is a
     /// resident (`UnitSettingsError.notAResident`, nothing written).
     func update(unitID: UnitID, companyID: String, settings: UnitSettings) async throws -> UnitSettingsResponse {
-        let unitID = unitID.rawValue
         return try await database.write { db in
             guard try db.queryOne("SELECT id FROM units WHERE id = ? AND company_id = ?" + db.dialect.forUpdate,
-                                  .text(unitID), .text(companyID)) != nil else { throw UnitSettingsError.unitNotFound }
+                                  .id(unitID), .text(companyID)) != nil else { throw UnitSettingsError.unitNotFound }
             let residents = Set(try AccountStore.residents(db, unitID: unitID).map(\.id))
             if let index = settings.ringOrder.firstIndex(where: { !residents.contains($0) }) {
                 throw UnitSettingsError.notAResident(index: index)
@@ -100,28 +99,28 @@ struct UnitSettingsStore: Sendable {
             try db.execute("""
                 UPDATE units SET delivery_rule = ?, ring_mode = ?, ring_step_seconds = ?, ring_window_seconds = ? WHERE id = ?
                 """, .text(settings.deliveryRule.rawValue), .text(settings.ringMode.rawValue),
-                     .integer(Int64(settings.ringStepSeconds)), .integer(Int64(settings.ringWindowSeconds)), .text(unitID))
-            try db.execute("DELETE FROM unit_ring_order WHERE unit_id = ?", .text(unitID))
+                     .integer(Int64(settings.ringStepSeconds)), .integer(Int64(settings.ringWindowSeconds)), .id(unitID))
+            try db.execute("DELETE FROM unit_ring_order WHERE unit_id = ?", .id(unitID))
             for (position, id) in settings.ringOrder.enumerated() {
                 try db.execute("INSERT INTO unit_ring_order (unit_id, position, user_id) VALUES (?, ?, ?)",
-                               .text(unitID), .integer(Int64(position)), .text(id))
+                               .id(unitID), .integer(Int64(position)), .text(id))
             }
             guard let response = try Self.load(db, unitID: unitID, companyID: companyID) else { throw UnitSettingsError.unitNotFound }
             return response
         }
     }
 
-    static func load(_ db: any SQLConnection, unitID: String, companyID: String) throws -> UnitSettingsResponse? {
+    static func load(_ db: any SQLConnection, unitID: UnitID, companyID: String) throws -> UnitSettingsResponse? {
         guard let row = try db.queryOne("""
             SELECT delivery_rule, ring_mode, ring_step_seconds, ring_window_seconds FROM units WHERE id = ? AND company_id = ?
-            """, .text(unitID), .text(companyID)) else { return nil }
-        let order = try db.query("SELECT user_id FROM unit_ring_order WHERE unit_id = ? ORDER BY position", .text(unitID))
+            """, .id(unitID), .text(companyID)) else { return nil }
+        let order = try db.query("SELECT user_id FROM unit_ring_order WHERE unit_id = ? ORDER BY position", .id(unitID))
             .compactMap { try $0.string("user_id") }
         let settings = UnitSettings(deliveryRule: try row.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask,
                                     ringOrder: order,
                                     ringMode: try row.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential,
                                     ringStepSeconds: Int(try row.int("ring_step_seconds") ?? 20),
                                     ringWindowSeconds: Int(try row.int("ring_window_seconds") ?? 60))
-        return UnitSettingsResponse(unitID: unitID, settings: settings, residents: try AccountStore.residents(db, unitID: unitID))
+        return UnitSettingsResponse(unitID: unitID.rawValue, settings: settings, residents: try AccountStore.residents(db, unitID: unitID))
     }
 }

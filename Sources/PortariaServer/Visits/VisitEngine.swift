@@ -35,7 +35,7 @@ enum VisitEngine {
                 _ = userIDs
             case .stopRinging(let reason):
                 ringStopped = true
-                let hadJob = try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(row.id)) > 0
+                let hadJob = try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .id(row.id)) > 0
                 var users = try VisitStore.rungUsers(db, visitID: row.id)
                 // Nothing rang (a delivery left at the concierge at once): nothing to stop.
                 if !hadJob && users.isEmpty { continue }
@@ -67,7 +67,7 @@ enum VisitEngine {
                 try db.execute("""
                     INSERT INTO visit_resolutions (visit_id, action, user_id, user_name, via, created_at)
                     VALUES (?, ?, ?, ?, ?, ?)
-                    """, .text(row.id), .text(resolution.action.rawValue),
+                    """, .id(row.id), .text(resolution.action.rawValue),
                          resolution.via == .auto ? .null : .text(resolution.by.id), .text(resolution.by.name),
                          .text(resolution.via.rawValue), .date(resolution.at))
                 try VisitStore.insertAttempt(db, visitID: row.id, kind: .resolution,
@@ -98,7 +98,7 @@ enum VisitEngine {
                 ring_deadline = CASE WHEN ? = 1 THEN NULL ELSE ring_deadline END
             WHERE id = ?
             """, .text(status.rawValue), .date(at), .optional(answered?.0.id), .optional(answered?.0.name),
-                 answered.map { .date($0.1) } ?? .null, .bool(ringStopped), .text(row.id))
+                 answered.map { .date($0.1) } ?? .null, .bool(ringStopped), .id(row.id))
         let events = try EventLog.append(db, companyID: row.companyID, visitID: row.id, unitID: row.unitID,
                                          events: (pending + extra).map { decorate($0, row: row, status: status) }, at: at)
         var after = row
@@ -113,8 +113,8 @@ enum VisitEngine {
     /// consumer can act without reading the visit back.
     static func decorate(_ event: PendingEvent, row: VisitRow, status: VisitStatus) -> PendingEvent {
         var data = event.data
-        data["visit_id"] = .string(row.id)
-        data["unit_id"] = .string(row.unitID)
+        data["visit_id"] = .string(row.id.rawValue)
+        data["unit_id"] = .string(row.unitID.rawValue)
         data["unit_label"] = .string(row.unitLabel)
         data["kind"] = .string(row.kind.rawValue)
         data["status"] = .string(status.rawValue)

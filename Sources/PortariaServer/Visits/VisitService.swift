@@ -47,12 +47,15 @@ public struct VisitService: Sendable {
     /// This instance's push worker, for the gate POST's first rings (decision 0048).
     public let pushHandOff = PushHandOff()
     /// Called after a change that makes a ring step due now (a decline).
-    var wakeScheduler: @Sendable () -> Void = {}
+    let wakeScheduler: @Sendable () -> Void
     /// Test hook: runs after the in-flight marker is committed, before the action.
-    var beforeIdempotentWork: (@Sendable () async -> Void)?
+    let beforeIdempotentWork: (@Sendable () async -> Void)?
 
     public init(database: any SQLDatabase, clock: any TimeSource, bus: EventBus, configuration: VisitsConfiguration,
-                log: Log = .shared) {
+                log: Log = .shared, wakeScheduler: @escaping @Sendable () -> Void = {},
+                beforeIdempotentWork: (@Sendable () async -> Void)? = nil) {
+        self.wakeScheduler = wakeScheduler
+        self.beforeIdempotentWork = beforeIdempotentWork
         self.database = database
         self.clock = clock
         self.bus = bus
@@ -235,7 +238,7 @@ public struct VisitService: Sendable {
                                              "geofence": .object(["status": .string(geofence.status.rawValue),
                                                                   "distance_m": geofence.distanceM.map { .number(Double($0)) } ?? .null])]
             if let carrier = row.carrier { data["carrier"] = .string(carrier) }
-            var events = try EventLog.append(db, companyID: row.companyID, visitID: id, unitID: row.unitID,
+            var events = try EventLog.append(db, companyID: row.companyID, visitID: row.id, unitID: row.unitID,
                                              events: [VisitEngine.decorate(PendingEvent(type: .created, data: data), row: row, status: .ringing)],
                                              at: now)
             if request.kind == .delivery && rule == .leaveAtConcierge {
@@ -370,7 +373,7 @@ public struct VisitService: Sendable {
                          .text(path), .date(now))
                 var data: [String: JSONValue] = ["content_type": .string(stored.contentType), "byte_size": .number(Double(stored.bytes.count))]
                 if let duration = stored.durationMs { data["duration_ms"] = .number(Double(duration)) }
-                let events = try EventLog.append(db, companyID: row.companyID, visitID: id, unitID: row.unitID,
+                let events = try EventLog.append(db, companyID: row.companyID, visitID: row.id, unitID: row.unitID,
                                                  events: [VisitEngine.decorate(PendingEvent(type: kind == .photo ? .photoAdded : .voiceMessageAdded, data: data),
                                                                                row: row, status: row.status)], at: now)
                 return (try VisitStore.dto(db, row), old, events)
@@ -421,8 +424,8 @@ public struct VisitService: Sendable {
 
     /// Operators (and admins, who hold `operator`) see the whole company; residents
     /// their own units. Anything else is 404, as if it did not exist.
-    static func canSee(_ caller: Caller, companyID: String, unitID: String) -> Bool {
-        caller.companyID == companyID && (caller.has(Permission.operatorConsole) || UnitID(rawValue: unitID).map(caller.unitIDs.contains) == true)
+    static func canSee(_ caller: Caller, companyID: String, unitID: UnitID) -> Bool {
+        caller.companyID == companyID && (caller.has(Permission.operatorConsole) || caller.unitIDs.contains(unitID))
     }
 
     public func visit(id: VisitID, caller: Caller) async throws -> Visit {
@@ -444,7 +447,7 @@ public struct VisitService: Sendable {
                 WHERE m.visit_id = ? AND m.kind = ?
                 """, .text(visitID), .text(kind.rawValue))
         }
-        guard let row, Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.string("unit_id")),
+        guard let row, Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.id("unit_id")),
               let path = try row.string("path"), let bytes = media.read(path) else {
             throw VisitError.mediaNotFound(kind)
         }
@@ -513,7 +516,7 @@ public struct VisitService: Sendable {
         // never touches the key store.
         let visible = try await database.read { db -> Bool in
             guard let row = try db.queryOne("SELECT company_id, unit_id FROM visits WHERE id = ?", .text(visitID)) else { return false }
-            return Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.string("unit_id"))
+            return Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.id("unit_id"))
         }
         guard visible else { throw VisitError.visitNotFound }
 

@@ -3,10 +3,10 @@ import PortariaCore
 
 /// A visit row as the server reasons about it (with its resolution and unit label).
 struct VisitRow: Sendable {
-    var id: String
+    var id: VisitID
     var companyID: String
     var timeZone: String
-    var unitID: String
+    var unitID: UnitID
     var unitLabel: String
     var kind: VisitKind
     var visitorName: String
@@ -77,9 +77,9 @@ enum VisitStore {
             bearing = Geofence.bearing(from: GeoPoint(lat: gateLat, lon: gateLon), to: GeoPoint(lat: lat, lon: lon))
         }
         return VisitRow(
-            id: try required.string("id"), companyID: try required.string("company_id"),
+            id: try required.id("id"), companyID: try required.string("company_id"),
             timeZone: try required.string("timezone"),
-            unitID: try required.string("unit_id"), unitLabel: try required.string("unit_label"),
+            unitID: try required.id("unit_id"), unitLabel: try required.string("unit_label"),
             kind: VisitKind(rawValue: try required.string("kind")) ?? .visit,
             visitorName: try required.string("visitor_name"), carrier: try row.string("carrier"),
             status: VisitStatus(rawValue: try required.string("status")) ?? .ringing,
@@ -108,11 +108,11 @@ enum VisitStore {
         return try load(db, id: id)
     }
 
-    static func attempts(_ db: any SQLConnection, visitID: String) throws -> [VisitAttempt] {
+    static func attempts(_ db: any SQLConnection, visitID: VisitID) throws -> [VisitAttempt] {
         try db.query("""
             SELECT id, kind, user_id, user_name, device_id, channel, step, detail, created_at
             FROM visit_attempts WHERE visit_id = ? ORDER BY id
-            """, .text(visitID)).map { row in
+            """, .id(visitID)).map { row in
             VisitAttempt(id: try row.required.string("id"), kind: try row.string("kind").flatMap(AttemptKind.init(rawValue:)) ?? .ring,
                          user: try row.string("user_id").map { PersonRef(id: $0, name: try row.string("user_name") ?? "") },
                          deviceID: try row.string("device_id"), channel: try row.string("channel"),
@@ -120,11 +120,11 @@ enum VisitStore {
         }
     }
 
-    static func media(_ db: any SQLConnection, visitID: String) throws -> [String: VisitMediaInfo] {
+    static func media(_ db: any SQLConnection, visitID: VisitID) throws -> [String: VisitMediaInfo] {
         var result: [String: VisitMediaInfo] = [:]
         for row in try db.query("""
             SELECT kind, content_type, byte_size, duration_ms, created_at FROM visit_media WHERE visit_id = ?
-            """, .text(visitID)) {
+            """, .id(visitID)) {
             let kind = try row.required.string("kind")
             result[kind] = VisitMediaInfo(url: "/v1/visits/\(visitID)/\(kind)", contentType: try row.required.string("content_type"),
                                           byteSize: Int(try row.int("byte_size") ?? 0), durationMs: try row.int("duration_ms").map(Int.init),
@@ -136,7 +136,7 @@ enum VisitStore {
     /// The full DTO of `GET /v1/visits/{id}`.
     static func dto(_ db: any SQLConnection, _ row: VisitRow) throws -> Visit {
         let media = try media(db, visitID: row.id)
-        return Visit(id: row.id, companyID: row.companyID, unit: UnitSummary(id: row.unitID, label: row.unitLabel),
+        return Visit(id: row.id.rawValue, companyID: row.companyID, unit: UnitSummary(id: row.unitID.rawValue, label: row.unitLabel),
                      kind: row.kind, visitorName: row.visitorName, carrier: row.carrier, status: row.status,
                      geofence: row.geofence, photo: media["photo"], voiceMessage: media["voice_message"],
                      attempts: try attempts(db, visitID: row.id), answeredBy: row.answeredBy, resolution: row.resolution,
@@ -144,13 +144,13 @@ enum VisitStore {
                      createdAt: row.createdAt, updatedAt: row.updatedAt)
     }
 
-    static func insertAttempt(_ db: any SQLConnection, visitID: String, kind: AttemptKind, user: PersonRef? = nil,
+    static func insertAttempt(_ db: any SQLConnection, visitID: VisitID, kind: AttemptKind, user: PersonRef? = nil,
                               deviceID: String? = nil, channel: String? = nil, step: Int? = nil, detail: String? = nil,
                               at: Date) throws {
         try db.execute("""
             INSERT INTO visit_attempts (visit_id, kind, user_id, user_name, device_id, channel, step, detail, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, .text(visitID), .text(kind.rawValue), .optional(user?.id), .optional(user?.name), .optional(deviceID),
+            """, .id(visitID), .text(kind.rawValue), .optional(user?.id), .optional(user?.name), .optional(deviceID),
                  .optional(channel), step.map { .integer(Int64($0)) } ?? .null, .optional(detail), .date(at))
     }
 
@@ -160,25 +160,25 @@ enum VisitStore {
     /// Only residents who may see visits (`visits.view`, the permission `GET /v1/visits`
     /// asks) are rung: a ring push names the visitor, and a member without the permission
     /// must not learn by push what the API would refuse them.
-    static func ringTargets(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
+    static func ringTargets(_ db: any SQLConnection, unitID: UnitID) throws -> [PersonRef] {
         let ordered = try db.query("""
             SELECT o.user_id, us.name FROM unit_ring_order o
             JOIN membership_units mu ON mu.unit_id = o.unit_id AND mu.user_id = o.user_id
             JOIN users us ON us.id = o.user_id
             WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
-            """, .text(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
+            """, .id(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
         return try viewers(db, of: ordered.isEmpty ? AccountStore.residents(db, unitID: unitID) : ordered, unitID: unitID)
     }
 
     /// The residents of a unit told about its visits (delivery rules' notices).
-    static func notifiedResidents(_ db: any SQLConnection, unitID: String) throws -> [PersonRef] {
+    static func notifiedResidents(_ db: any SQLConnection, unitID: UnitID) throws -> [PersonRef] {
         try viewers(db, of: AccountStore.residents(db, unitID: unitID), unitID: unitID)
     }
 
     /// `people` who hold `visits.view` in the unit's company.
-    static func viewers(_ db: any SQLConnection, of people: [PersonRef], unitID: String) throws -> [PersonRef] {
+    static func viewers(_ db: any SQLConnection, of people: [PersonRef], unitID: UnitID) throws -> [PersonRef] {
         guard !people.isEmpty,
-              let companyID = try db.queryOne("SELECT company_id FROM units WHERE id = ?", .text(unitID))?.string("company_id") else {
+              let companyID = try db.queryOne("SELECT company_id FROM units WHERE id = ?", .id(unitID))?.string("company_id") else {
             return []
         }
         return try people.filter { person in
@@ -188,9 +188,9 @@ enum VisitStore {
     }
 
     /// Users rung so far for a visit (for ring cancellations).
-    static func rungUsers(_ db: any SQLConnection, visitID: String) throws -> [String] {
+    static func rungUsers(_ db: any SQLConnection, visitID: VisitID) throws -> [String] {
         var seen = Set<String>()
-        return try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'ring' ORDER BY id", .text(visitID))
+        return try db.query("SELECT user_id FROM visit_attempts WHERE visit_id = ? AND kind = 'ring' ORDER BY id", .id(visitID))
             .compactMap { try $0.string("user_id") }.filter { seen.insert($0).inserted }
     }
 }

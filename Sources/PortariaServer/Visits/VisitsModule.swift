@@ -18,10 +18,9 @@ public final class VisitsModule: Sendable {
                 clock: any TimeSource = SystemTimeSource(), bus: EventBus = EventBus(), log: Log = .shared,
                 beforeIdempotentWork: (@Sendable () async -> Void)? = nil) {
         let scheduler = RingScheduler(database: database, clock: clock, bus: bus, log: log)
-        var service = VisitService(database: database, clock: clock, bus: bus, configuration: configuration, log: log)
-        service.wakeScheduler = { Task { await scheduler.wake() } }
-        service.beforeIdempotentWork = beforeIdempotentWork
-        self.service = service
+        self.service = VisitService(database: database, clock: clock, bus: bus, configuration: configuration, log: log,
+                                    wakeScheduler: { Task { await scheduler.wake() } },
+                                    beforeIdempotentWork: beforeIdempotentWork)
         self.scheduler = scheduler
         self.retention = RetentionJob(database: database, clock: clock, dataDirectory: configuration.dataDirectory,
                                       days: configuration.retentionDays, log: log)

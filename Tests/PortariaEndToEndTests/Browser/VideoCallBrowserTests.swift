@@ -14,6 +14,12 @@ struct VideoCallBrowserTests {
         return !!v && !!v.srcObject && v.videoWidth > 0 && v.readyState >= 2;
         """
 
+    /// True when `#call-local` sits over the remote video as a mirrored corner preview.
+    static let cornerPreview = """
+        const style = getComputedStyle(document.getElementById('call-local'));
+        return style.position === 'absolute' && style.transform === 'matrix(-1, 0, 0, 1, 0, 0)';
+        """
+
     @Test("The visitor rings A-101, Maria answers in the app, both see each other, then she authorizes and the call ends")
     func visitorAndResidentSeeEachOther() async throws {
         try await TestServer.with(["--demo"]) { server in
@@ -71,6 +77,11 @@ struct VideoCallBrowserTests {
                     }
                     #expect(try await gate.execute("return document.getElementById('call-local').srcObject !== null") as? Bool == true,
                             "the visitor sees their own preview")
+                    // Both pages lay the videos out with the one shared stylesheet
+                    // (Web/shared/call.css): the own camera is a mirrored corner preview.
+                    for page in [gate, app] {
+                        #expect(try await page.execute(Self.cornerPreview) as? Bool == true, "the own camera is the corner preview")
+                    }
                     await gate.screenshot("call-gate")
                     await app.screenshot("call-app")
 

@@ -23,6 +23,16 @@ struct SecretsKeyTests {
         #expect(throws: SecretsError.self) { try Self.key.open("enc:v1:AAAA", context: "signing_keys:k1") }
     }
 
+    /// Computed once with Python's `cryptography` (`AESGCM(bytes(range(32)))`, nonce
+    /// bytes 100…111): the format databases already hold must keep opening whatever
+    /// OpenSSL calls the code makes.
+    @Test("a value wrapped by an independent AES-256-GCM implementation opens, and only for its place")
+    func knownAnswer() throws {
+        let sealed = "enc:v1:ZGVmZ2hpamtsbW5vPHO7Rja9Br5OBy-YvxdG3XHwJmjyGJYBh73DJpyChGk83m9SFRrmJEz9yPIfEnaL"
+        #expect(try Self.key.open(sealed, context: "service_state:otp_pepper") == Array("the OTP pepper, 32 bytes long!!!".utf8))
+        #expect(throws: SecretsError.self) { try Self.key.open(sealed, context: "signing_keys:k1") }
+    }
+
     @Test("key files: 32 raw bytes, 64 hex digits or base64; anything else is refused")
     func keyFiles() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-key-\(UUID().uuidString)")
