@@ -475,7 +475,9 @@ extension SecuritySuites {
         /// The code of the latest logged SMS to `phone` (no --sms-webhook: codes are logged).
         static func loggedCode(_ server: TestServer, phone: String, after skip: Int = 0) async throws -> String {
             var code: String?
-            _ = await eventually(within: .seconds(5)) {
+            // The SMS goes out after the answer: generous, it returns as soon as the line is there
+            // (5 s ran out once at load 24).
+            _ = await eventually(within: .seconds(30)) {
                 let lines = server.log.split(separator: "\n").filter { $0.contains("\"to\":\"\(phone)\"") && $0.contains("sms") }
                 guard lines.count > skip, let line = lines.last,
                       let range = line.range(of: #"\d{6}"#, options: .regularExpression) else { return false }

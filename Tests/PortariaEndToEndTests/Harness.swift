@@ -303,7 +303,9 @@ enum HTTP {
     static let session: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 64
-        configuration.timeoutIntervalForRequest = 10
+        // Catches a hung server, not a slow one: a PostgreSQL login (argon2) took over 10 s
+        // once at load 24 on 2 cores.
+        configuration.timeoutIntervalForRequest = 60
         return URLSession(configuration: configuration)
     }()
 
