@@ -229,11 +229,19 @@ public final class Application: Sendable {
                            listener: PostgresListener?, feed: RealtimeFeed) -> [LifecycleComponent] {
         let memoryTrimmer = MemoryTrimmer()
         let worker = push.worker
+        let pushHandOff = visits.service.pushHandOff
         return [
             LifecycleComponent("database", stop: { await storage.close() }),
             LifecycleComponent("push providers", stop: push.shutdownProviders),
             LifecycleComponent("memory trimmer", start: { memoryTrimmer.start() }, stop: { await memoryTrimmer.stop() }),
-            LifecycleComponent("push worker", start: { if runsPushWorker { worker.start() } }, stop: { await worker.stop() }),
+            LifecycleComponent("push worker", start: {
+                guard runsPushWorker else { return }
+                worker.start()
+                pushHandOff.attach(worker)
+            }, stop: {
+                pushHandOff.detach()
+                await worker.stop()
+            }),
             LifecycleComponent("push wake-ups", start: { pushWake.start() }, stop: { await pushWake.stop() }),
             // SMS codes still being sent after their answer: they write the database.
             LifecycleComponent("sms deliveries", stop: { await auth.deliveries.drain() }),

@@ -46,6 +46,16 @@ public enum CallFrame: Sendable, Equatable {
         }
     }
 
+    /// The visit (call) the frame is about; nil for an error frame that names none.
+    public var visitID: String? {
+        switch self {
+        case .offer(let value), .answer(let value): value.visitID
+        case .ice(let value): value.visitID
+        case .ended(let value): value.visitID
+        case .error(let value): value.details["visit_id"]?.stringValue
+        }
+    }
+
     /// The `data` member, as JSON bytes (snake_case, sorted keys).
     public func encodedData() -> [UInt8] {
         let encoder = JSONCoding.encoder()

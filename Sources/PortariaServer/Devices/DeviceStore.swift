@@ -189,3 +189,26 @@ public struct DeviceStore: Sendable {
         }
     }
 }
+
+/// Push health, written by the push worker in the transaction that records an attempt.
+extension DeviceStore {
+    /// A provider accepted a push to the device.
+    static func pushAccepted(_ db: any SQLConnection, deviceID: String, at: Date) throws {
+        try db.execute("UPDATE devices SET last_push_at = ?, last_success_at = ?, consecutive_failures = 0 WHERE id = ?",
+                       .date(at), .date(at), .text(deviceID))
+    }
+
+    /// A push to the device failed (or will be retried).
+    static func pushFailed(_ db: any SQLConnection, deviceID: String, error: String?, at: Date) throws {
+        try db.execute("UPDATE devices SET consecutive_failures = consecutive_failures + 1, last_error = ?, last_error_at = ?, last_push_at = ? WHERE id = ?",
+                       .optional(error), .date(at), .date(at), .text(deviceID))
+    }
+
+    /// A provider refused the token: deactivated — only if the device still has it (the
+    /// app may have registered a fresh one while the push was in flight).
+    static func deactivate(_ db: any SQLConnection, deviceID: String, token: String, kind: OutgoingPush.TokenKind) throws {
+        let column = kind == .voip ? "voip_token" : "push_token"
+        try db.execute("UPDATE devices SET \(column)_status = 'unregistered' WHERE id = ? AND \(column) = ?",
+                       .text(deviceID), .text(token))
+    }
+}

@@ -97,7 +97,7 @@ public struct PushReceipts: Sendable {
         guard let job = try db.queryOne("SELECT device_id, acked_at, visit_id, kind FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
                                         .text(pushID), .text(userID)) else { return nil }
         if let acked = try job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }
-        try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
+        try PushOutbox.markAcked(db, pushID: pushID, at: at)
         if let visitID = try job.string("visit_id").flatMap(VisitID.init(rawValue:)) {
             // Receipts, not provider 200s, measure delivery: they join the timeline.
             try VisitStore.insertAttempt(db, visitID: visitID, kind: .pushReceipt, user: PersonRef(id: userID, name: ""),

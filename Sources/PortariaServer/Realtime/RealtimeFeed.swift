@@ -572,7 +572,10 @@ private final class FeedState {
 
     /// A frame the registry here addressed to `peer`, for the instances that hold it.
     func relayFrame(_ frame: CallFrame, data: JSONValue, to peer: CallPeer) async throws {
-        guard let (visitID, owned) = ownedCalls.first(where: { $0.value.remote[peer]?.isEmpty == false }) else { return }
+        let ownedCalls = ownedCalls
+        guard let visitID = CallRelayRoute.visitID(for: frame, owned: Array(ownedCalls.keys),
+                                                    peerIsElsewhere: { ownedCalls[$0]?.remote[peer]?.isEmpty == false }),
+              let owned = ownedCalls[visitID] else { return }
         try await send(.init(kind: .frame, visitID: visitID, companyID: owned.companyID, from: instanceID,
                              peer: peer, type: frame.type, data: data.jsonText))
     }
@@ -766,5 +769,19 @@ private final class FeedState {
 
     static func error(_ code: String, _ message: String) -> String {
         JSONValue.object(["type": .string("error"), "data": .object(["code": .string(code), "message": .string(message)])]).jsonText
+    }
+}
+
+/// Which call a frame for a participant travels under to the instances holding that
+/// participant's other sockets (decision 0040): the frame's own call — a resident may take
+/// part in two calls owned here (two visits at once), and a frame of one must not travel
+/// under the other's id. An error frame that names no visit goes with the first owned call
+/// (by visit id) in which the participant is connected elsewhere.
+enum CallRelayRoute {
+    static func visitID(for frame: CallFrame, owned: [String], peerIsElsewhere: (String) -> Bool) -> String? {
+        if let visitID = frame.visitID {
+            return owned.contains(visitID) && peerIsElsewhere(visitID) ? visitID : nil
+        }
+        return owned.sorted().first(where: peerIsElsewhere)
     }
 }

@@ -213,6 +213,8 @@ public protocol SQLConnection {
     @discardableResult
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> Int
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow]
+    /// The current write transaction's end-of-transaction work (see `lastWork`, `afterCommit`).
+    var transactionHooks: TransactionHooks { get }
 }
 
 extension SQLConnection {
@@ -221,6 +223,32 @@ extension SQLConnection {
     public func lock(_ lock: TransactionLock) throws {
         guard !dialect.hasSingleWriter else { return }
         _ = try query("SELECT pg_advisory_xact_lock(?) AS locked", [.integer(lock.advisoryKey)])
+    }
+
+    /// The state kept under `key` until this write transaction ends: made by `make` the
+    /// first time, when `run` is registered to run on it as the transaction's last work,
+    /// just before COMMIT (still inside the transaction: a throw rolls it back). For what
+    /// must happen as late as possible — taking a lock that serialises transactions.
+    func lastWork<State: AnyObject>(_ key: String, make: () -> State,
+                                    run: @escaping (State, any SQLConnection) throws -> Void) -> State {
+        transactionHooks.state(key, make: make, run: run)
+    }
+
+    /// A value that lives until this write transaction ends (commit or rollback): how one
+    /// part of a transaction tells a later part something without threading a parameter
+    /// through every store in between.
+    func transactionValue<Value: AnyObject>(_ key: String, as type: Value.Type = Value.self) -> Value? {
+        transactionHooks.value(forKey: key) as? Value
+    }
+
+    func setTransactionValue(_ value: AnyObject?, forKey key: String) {
+        transactionHooks.setValue(value, forKey: key)
+    }
+
+    /// Runs `action` right after this write transaction commits, on the thread that
+    /// committed it (never if it rolls back). Must not block or touch the database.
+    func afterCommit(_ action: @escaping () -> Void) {
+        transactionHooks.addAfterCommit(action)
     }
 
     /// Tells every instance listening on `channel`, when (and only if) this transaction
@@ -300,17 +328,72 @@ public enum StorageError: Error, Sendable, CustomStringConvertible, Equatable {
     }
 }
 
-/// `begin`, then `body`, then COMMIT; ROLLBACK (best effort) when `body` or the commit
-/// throws. The write transaction of both backends; `execute` runs one statement.
-func inTransaction<T>(begin: String, execute: (String) throws -> Void, _ body: () throws -> T) throws -> T {
+/// `begin`, then `body`, then the connection's last work (`SQLConnection.lastWork`), then
+/// COMMIT, then its after-commit actions; ROLLBACK (best effort, and no after-commit
+/// action) when `body`, the last work or the commit throws. The write transaction of
+/// both backends; `execute` runs one statement.
+func inTransaction<T>(begin: String, on connection: any SQLConnection, execute: (String) throws -> Void,
+                      _ body: () throws -> T) throws -> T {
+    let hooks = connection.transactionHooks
+    hooks.reset()
     try execute(begin)
     do {
         let value = try body()
+        try hooks.runLastWork(on: connection)
         try execute("COMMIT")
+        hooks.runAfterCommit()
         return value
     } catch {
+        hooks.reset()
         try? execute("ROLLBACK")
         throw error
+    }
+}
+
+/// What one write transaction keeps for its end: work that must be its last (run inside
+/// it, just before COMMIT, in the order first registered) and actions for once it has
+/// committed (run on the storage thread right after COMMIT, before the connection serves
+/// anyone else). Owned by one connection, used by the thread running its transaction.
+public final class TransactionHooks {
+    private var lastWork: [(key: String, state: AnyObject, run: (AnyObject, any SQLConnection) throws -> Void)] = []
+    private var afterCommit: [() -> Void] = []
+    private var values: [String: AnyObject] = [:]
+
+    init() {}
+
+    func reset() {
+        lastWork.removeAll()
+        afterCommit.removeAll()
+        values.removeAll()
+    }
+
+    func value(forKey key: String) -> AnyObject? { values[key] }
+    func setValue(_ value: AnyObject?, forKey key: String) { values[key] = value }
+
+    func state<State: AnyObject>(_ key: String, make: () -> State,
+                                 run: @escaping (State, any SQLConnection) throws -> Void) -> State {
+        if let entry = lastWork.first(where: { $0.key == key }), let state = entry.state as? State { return state }
+        let state = make()
+        lastWork.append((key, state, { state, connection in try run(state as! State, connection) }))
+        return state
+    }
+
+    func addAfterCommit(_ action: @escaping () -> Void) { afterCommit.append(action) }
+
+    func runLastWork(on connection: any SQLConnection) throws {
+        // Work may register more work (for another key): run until none is left.
+        var index = 0
+        while index < lastWork.count {
+            let entry = lastWork[index]
+            try entry.run(entry.state, connection)
+            index += 1
+        }
+    }
+
+    func runAfterCommit() {
+        let actions = afterCommit
+        reset()
+        for action in actions { action() }
     }
 }
 

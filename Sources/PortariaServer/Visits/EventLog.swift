@@ -3,13 +3,38 @@ import PortariaCore
 
 /// One committed row of the `events` table.
 public struct EventRecord: Sendable, Equatable {
-    public var seq: Int64
+    /// The event's place in its company's log. An event appended in a transaction gets it
+    /// when that transaction's last work inserts the row (`EventLog.append`): read it after
+    /// the commit, never inside the transaction (0 until then).
+    public var seq: Int64 {
+        get { sequence.value }
+        set { sequence = EventSequence(newValue) }
+    }
+    private var sequence: EventSequence
     public var companyID: String
     public var visitID: String?
     public var unitID: String?
     public var type: String
     public var data: JSONValue
     public var createdAt: Date
+
+    public init(seq: Int64, companyID: String, visitID: String?, unitID: String?, type: String, data: JSONValue, createdAt: Date) {
+        self.init(sequence: EventSequence(seq), companyID: companyID, visitID: visitID, unitID: unitID, type: type,
+                  data: data, createdAt: createdAt)
+    }
+
+    init(sequence: EventSequence, companyID: String, visitID: String?, unitID: String?, type: String, data: JSONValue, createdAt: Date) {
+        self.sequence = sequence
+        self.companyID = companyID
+        self.visitID = visitID
+        self.unitID = unitID
+        self.type = type
+        self.data = data
+        self.createdAt = createdAt
+    }
+
+    /// Fills in the `seq` the insert returned, for every copy of this record.
+    fileprivate func assignSeq(_ value: Int64) { sequence.assign(value) }
 
     /// The visit event this row records; nil for a type this build does not know.
     public var visitEventType: VisitEventType? { VisitEventType(rawValue: type) }
@@ -21,36 +46,68 @@ struct PendingEvent: Sendable {
     var data: [String: JSONValue]
 }
 
+/// A record's `seq`, shared by the copies of the record so that the insert at the end of
+/// the transaction can fill it in (`EventLog.append`).
+final class EventSequence: Sendable, Equatable {
+    private let assigned: Locked<Int64>
+    init(_ value: Int64) { assigned = Locked(value) }
+    var value: Int64 { assigned.current }
+    func assign(_ value: Int64) { assigned.withLock { $0 = value } }
+    static func == (lhs: EventSequence, rhs: EventSequence) -> Bool { lhs.value == rhs.value }
+}
+
 /// Writes and reads the `events` table.
 enum EventLog {
-    /// Appends events inside the caller's transaction and returns them with their `seq`.
+    /// Appends events to the caller's transaction; returns them, their `seq` assigned at
+    /// the end of the transaction.
     ///
     /// On PostgreSQL an identity value is taken when the row is inserted but becomes
     /// visible at commit, so two transactions could commit their events out of `seq`
     /// order and a reader resuming "after seq N" would skip one. A transaction-scoped
-    /// advisory lock per company, taken just before the insert (the last work of every
-    /// visit transaction), makes `seq` order equal commit order within a company, which
-    /// is the scope replay reads. SQLite has a single writer and needs none.
+    /// advisory lock per company makes `seq` order equal commit order within a company,
+    /// which is the scope replay reads. The lock serialises the company's transactions
+    /// from where it is taken until COMMIT, so it is taken as late as possible: the rows
+    /// are inserted, under the lock, as the transaction's last work (`lastWork`), not
+    /// here — a gate POST's ring plan, pushes and answer no longer run while every other
+    /// visit of the building waits (decision 0047). SQLite has a single writer: the lock
+    /// is a no-op there, and the same deferred insert keeps one code path.
     static func append(_ db: any SQLConnection, companyID: String, visitID: VisitID?, unitID: UnitID?,
                        events: [PendingEvent], at: Date) throws -> [EventRecord] {
         guard !events.isEmpty else { return [] }
-        try db.lock(.eventLog(companyID: companyID))
-        // Delivered to every instance's listener at commit (and never if it rolls
-        // back): the realtime feed of each instance then reads this company forward.
-        try db.notifyAtCommit(.events, payload: companyID)
-        let records = try events.map { event in
-            let data = JSONValue.object(event.data)
-            let row = try db.queryOne("""
-                INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
-                VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
-                """, .text(companyID), .optional(visitID?.rawValue), .optional(unitID?.rawValue), .text(event.type.rawValue),
-                     .text(data.jsonText), .date(at))
-            return EventRecord(seq: try row?.int("seq") ?? 0, companyID: companyID, visitID: visitID?.rawValue, unitID: unitID?.rawValue,
-                               type: event.type.rawValue, data: data, createdAt: at)
+        let batch = db.lastWork("events:" + companyID, make: { EventBatch(companyID: companyID) }) { batch, db in
+            try batch.insert(db)
         }
-        // The pushes these events call for, in the same transaction.
+        let records = events.map { event in
+            EventRecord(sequence: EventSequence(0), companyID: companyID, visitID: visitID?.rawValue, unitID: unitID?.rawValue,
+                        type: event.type.rawValue, data: JSONValue.object(event.data), createdAt: at)
+        }
+        batch.records += records
+        // The pushes these events call for, in the same transaction (they need no `seq`).
         try VisitPushes.enqueue(db, for: records, at: at)
         return records
+    }
+
+    /// One company's events of one transaction, inserted together as its last work.
+    final class EventBatch {
+        let companyID: String
+        var records: [EventRecord] = []
+        init(companyID: String) { self.companyID = companyID }
+
+        func insert(_ db: any SQLConnection) throws {
+            guard !records.isEmpty else { return }
+            try db.lock(.eventLog(companyID: companyID))
+            // Delivered to every instance's listener at commit (and never if it rolls
+            // back): the realtime feed of each instance then reads this company forward.
+            try db.notifyAtCommit(.events, payload: companyID)
+            for record in records {
+                let row = try db.queryOne("""
+                    INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
+                    """, .text(companyID), .optional(record.visitID), .optional(record.unitID), .text(record.type),
+                         .text(record.data.jsonText), .date(record.createdAt))
+                record.assignSeq(try row?.int("seq") ?? 0)
+            }
+        }
     }
 
     /// Events of a company after `seq`, oldest first (the realtime replay will use this).

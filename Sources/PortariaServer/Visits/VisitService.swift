@@ -44,6 +44,8 @@ public struct VisitService: Sendable {
     let media: MediaStore
     let idempotency: IdempotencyStore
     let log: Log
+    /// This instance's push worker, for the gate POST's first rings (decision 0048).
+    public let pushHandOff = PushHandOff()
     /// Called after a change that makes a ring step due now (a decline).
     let wakeScheduler: @Sendable () -> Void
     /// Test hook: runs after the in-flight marker is committed, before the action.
@@ -203,7 +205,10 @@ public struct VisitService: Sendable {
         let visitID = VisitID.issue()
         let id = visitID.rawValue
         let lifetime = configuration.visitLifetime
+        let pushHandOff = pushHandOff
         let creation = try await database.write { db -> Creation in
+            // The first rings are claimed in this transaction and sent as it commits.
+            PushOutbox.handOff(db, to: pushHandOff)
             if let rateLimit {
                 let window = try RateLimiter.hit(db, rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
                 if window.count > rateLimit.max { return .limited(window) }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import PortariaCore
 @testable import PortariaServer
 import PortariaTestSupport
@@ -81,6 +84,75 @@ struct CrashRecoveryTests {
         #expect(try rows[second[0].pushID]?.string("status") == "sent")
         kill(server.processIdentifier, SIGTERM)
         _ = await waitForExit(server, within: .seconds(10))
+    }
+
+    @Test("a ring claimed inside the gate POST's own transaction and killed on the wire is sent again at restart — at once on SQLite, not a lease later (decision 0048)",
+          .enabled(if: available))
+    func killMinus9AfterHandOff() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let voip = hexToken()
+        // The first answer takes 30 s: the server is killed while the ring is on the wire.
+        let fake = try FakeServer("fake_apns", arguments: [
+            "--cert", pki.serverCert, "--key", pki.serverKey, "--public-key", pki.apnsPublicKey,
+            "--key-id", APNsFixture.keyID, "--team-id", APNsFixture.teamID, "--bundle", APNsFixture.bundle,
+        ], script: [voip: [.object(["status": 200, "delay": 30])]], directory: pki.directory)
+        defer { fake.stop() }
+        let databaseURL = "sqlite://\(pki.directory)/handoff.db"
+        let log = pki.directory + "/serve.log"
+        // A lease far longer than the test: only the restart's release can free the job.
+        let arguments = ["--demo", "--port", "0", "--database", databaseURL, "--push-lease-seconds", "600",
+                         "--apns-key-file", pki.apnsKey, "--apns-key-id", APNsFixture.keyID, "--apns-team-id", APNsFixture.teamID,
+                         "--apns-topic", APNsFixture.bundle, "--apns-endpoint", fake.url, "--ca-file", pki.caFile]
+        var server = try Self.serve(arguments, log: log)
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        let database = try await DatabaseFactory.open(url: databaseURL)
+        defer { Task { await database.close() } }
+        let maria = try await Self.waitForUser("maria", database)
+        _ = try await DeviceStore(database: database).register(userID: maria, DeviceRegistration(
+            installationID: "handoff-1", platform: "ios", pushToken: hexToken(), voipToken: voip))
+        let port = try await Self.listeningPort(log: log)
+        let unit = try await database.read { db in try db.queryOne("SELECT id FROM units WHERE label = 'A-101'", [])?.string("id") }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/gates/demo-gate/visits")!)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"{"unit_id":"\#(try #require(unit))","kind":"visit","visitor_name":"Pedro Visitante"}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 201)
+
+        // The ring is on the wire: kill -9. It was claimed by the gate POST (attempt 1, sending).
+        let pushID = try await database.read { db in
+            try db.queryOne("SELECT id FROM push_jobs WHERE token = ?", .text(voip))?.string("id")
+        }
+        let id = try #require(pushID)
+        try await Self.until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == id } }
+        kill(server.processIdentifier, SIGKILL)
+        _ = await waitForExit(server, within: .seconds(10))
+        let claimed = try await database.read { db in try db.queryOne("SELECT status, attempts FROM push_jobs WHERE id = ?", .text(id)) }
+        #expect(try claimed?.string("status") == "sending")
+        #expect(try claimed?.int("attempts") == 1)
+
+        server = try Self.serve(arguments, log: log)
+        let rows = try await waitForJobs(database, [id], timeout: 30)
+        #expect(try rows[id]?.string("status") == "sent")
+        #expect(try rows[id]?.int("attempts") == 2, "sent again by the restarted server, its lease released")
+        #expect(fake.records().filter { $0["headers"]?["apns-id"]?.stringValue == id }.count >= 2)
+        kill(server.processIdentifier, SIGTERM)
+        _ = await waitForExit(server, within: .seconds(10))
+    }
+
+    /// The port of the last `{"msg":"listening","port":N}` line in the server's log.
+    static func listeningPort(log: String) async throws -> Int {
+        var port: Int?
+        try await until(timeout: 60) {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") where line.contains(#""msg":"listening""#) {
+                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                   let value = (object["port"] as? NSNumber)?.intValue, value > 0 { port = value }
+            }
+            return port != nil
+        }
+        return port!
     }
 
     static func waitForUser(_ username: String, _ database: any SQLDatabase) async throws -> String {

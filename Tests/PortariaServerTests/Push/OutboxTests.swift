@@ -120,6 +120,29 @@ struct OutboxTests {
         }
     }
 
+    @Test("stop() cancels the retry wake-ups still sleeping: none outlives the worker", arguments: backends)
+    func stopCancelsRetryWakes(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            try await fixture.register("maria")
+            // Unavailable, come back in an hour: the retry's wake-up sleeps that long.
+            let provider = CountingProvider { _ in PushResult(outcome: .retry, httpStatus: 503, reason: "ServiceUnavailable", retryAfter: 3600) }
+            var configuration = testWorkerConfiguration()
+            configuration.retry = PushRetryPolicy(base: 0.05, cap: 1, maxAttempts: 5)
+            let worker = PushWorker(database: fixture.database, providers: provider.providers, configuration: configuration)
+            worker.start()
+            let jobs = try await fixture.enqueue(PushRequest(userID: try await fixture.userID("maria"), kind: .delivery,
+                                                             message: ringMessage(), deadline: Date().addingTimeInterval(7200)))
+            worker.wake()
+            _ = try await waitForJobs(fixture.database, jobs.map(\.pushID), in: ["pending"], timeout: 20)
+            // Recorded; its wake-up is registered right after the recording commits.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while worker.pendingRetryWakes == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(worker.pendingRetryWakes == 1)
+            await worker.stop()
+            #expect(worker.pendingRetryWakes == 0, "a wake-up sleeping an hour must not outlive stop()")
+        }
+    }
+
     @Test("receipts: the device's user only, idempotent; unacked pushes count against the device", arguments: backends)
     func receipts(backend: Backend) async throws {
         try await PushFixture.with(backend) { fixture in

@@ -89,10 +89,35 @@ public enum PushOutbox {
                       .date(max(now, request.notBefore ?? now)), .date(request.deadline), .date(now)])
             jobs.append(EnqueuedPush(pushID: pushID, deviceID: deviceID, userID: userID, platform: platform, tokenKind: tokenKind))
         }
+        // Jobs due now go straight to this instance's worker when the caller asked for it
+        // (`handOff`): claimed here, sent the moment the transaction commits.
+        if !jobs.isEmpty, let handOff = db.transactionValue(HandOffClaim.key, as: HandOffClaim.self) {
+            let worker = handOff.worker
+            let at = worker.now()
+            let claimed = try claim(db, owner: worker.instanceID, leaseUntil: at.addingTimeInterval(worker.configuration.lease),
+                                    at: at, limit: jobs.count, ids: jobs.map(\.pushID))
+            if !claimed.isEmpty { db.afterCommit { worker.deliverHandedOff(claimed) } }
+        }
         // Every instance's worker looks for work at once when this commits, not at its
         // next poll (PostgreSQL; one notification per transaction whatever the job count).
         if !jobs.isEmpty { try db.notifyAtCommit(.push, payload: "") }
         return jobs
+    }
+
+    /// From here to the end of the caller's transaction, jobs that `enqueue` writes and
+    /// that are due now are claimed for `handOff`'s worker in that same transaction and
+    /// handed to it on the committing thread right after COMMIT (decision 0048): no claim
+    /// transaction, no poll, no wake-up hop between the gate POST and the provider. Does
+    /// nothing when no worker runs on this instance (the jobs stay pending for another).
+    static func handOff(_ db: any SQLConnection, to handOff: PushHandOff) {
+        guard let worker = handOff.worker, worker.acceptsHandOff else { return }
+        db.setTransactionValue(HandOffClaim(worker: worker), forKey: HandOffClaim.key)
+    }
+
+    private final class HandOffClaim {
+        static let key = "push.handoff"
+        let worker: PushWorker
+        init(worker: PushWorker) { self.worker = worker }
     }
 
     /// Cancels jobs of a visit that have not been sent yet (the visit was answered): a
@@ -132,4 +157,161 @@ public protocol PushEventSink: Sendable {
     /// Must not block or await. A thrown error is logged; the attempt is recorded regardless
     /// (rolling the outbox back would resend a push the provider already accepted).
     func pushAttempted(_ attempt: PushAttempt, in db: any SQLConnection) throws
+}
+
+/// This instance's push worker as the transactions that enqueue rings see it (decision
+/// 0048): set while the worker runs, empty on an instance that runs none.
+public final class PushHandOff: Sendable {
+    private let attached = Locked<PushWorker?>(nil)
+    public init() {}
+    public func attach(_ worker: PushWorker) { attached.withLock { $0 = worker } }
+    public func detach() { attached.withLock { $0 = nil } }
+    var worker: PushWorker? { attached.current }
+}
+
+/// A job as claimed: the row plus the lease that proves it is ours.
+struct ClaimedPush: Sendable {
+    var push: OutgoingPush
+    var deviceID: String
+    var userID: String
+    var visitID: String?
+    var attempt: Int
+}
+
+/// The outbox's state transitions (issue 11 item 3): every write to `push_jobs` and
+/// `push_attempts` after the enqueue lives here; the worker decides, the outbox records.
+///
+///     pending ──claim──▶ sending ──▶ sent | pending (retry scheduled) | failed | expired
+///        │                  └── lease runs out ──▶ claimed again (attempts + 1)
+///        └── cancelled (a visit answered, a token deactivated)
+extension PushOutbox {
+    /// Leases up to `limit` due jobs (or the given ones, when due) to `owner` until
+    /// `leaseUntil`, counting the attempt and issuing each a fresh ack capability.
+    static func claim(_ db: any SQLConnection, owner: String, leaseUntil: Date, at: Date, limit: Int,
+                      ids: [String]? = nil) throws -> [ClaimedPush] {
+        var sql = """
+            SELECT id FROM push_jobs
+            WHERE ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?))
+            """
+        var parameters: [SQLValue] = [.date(at), .date(at)]
+        if let ids {
+            sql += " AND id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))"
+            parameters += ids.map(SQLValue.text)
+        }
+        sql += " ORDER BY next_attempt_at LIMIT ?\(db.dialect.skipLocked)"
+        parameters.append(.integer(Int64(limit)))
+        let due = try db.query(sql, parameters).compactMap { try $0.string("id") }
+        guard !due.isEmpty else { return [] }
+        let list = Array(repeating: "?", count: due.count).joined(separator: ", ")
+        try db.execute("""
+            UPDATE push_jobs SET status = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1
+            WHERE id IN (\(list))
+            """, [.text(owner), .date(leaseUntil)] + due.map(SQLValue.text))
+        let rows = try db.query("SELECT * FROM push_jobs WHERE id IN (\(list))", due.map(SQLValue.text))
+        // Every attempt's payload carries a fresh ack capability; the job keeps only its
+        // hash. Rendering happens after this transaction, maybe on another instance after
+        // a lease ran out, so the raw token cannot be re-read later: a new one per attempt,
+        // all of them valid for this push (decision 0016).
+        var ackTokens: [String: String] = [:]
+        for row in rows {
+            guard let id = try row.string("id") else { continue }
+            let token = Crypto.opaqueToken()
+            let hashes = PushReceipts.appendingAckHash(Crypto.tokenHash(token), to: try row.string("ack_token_hashes"))
+            try db.execute("UPDATE push_jobs SET ack_token_hashes = ? WHERE id = ?", .text(hashes), .text(id))
+            ackTokens[id] = token
+        }
+        return try rows.compactMap { row -> ClaimedPush? in
+            guard let id = try row.string("id"), let kind = try row.string("kind").flatMap(PushKind.init(rawValue:)),
+                  let platform = try row.string("platform"), let token = try row.string("token"),
+                  let tokenKind = try row.string("token_kind").flatMap(OutgoingPush.TokenKind.init(rawValue:)),
+                  let messageText = try row.string("message"),
+                  let message = try? JSONCoding.decoder().decode(PushMessage.self, from: Data(messageText.utf8)),
+                  let deadline = try row.date("deadline_at"), let deviceID = try row.string("device_id"),
+                  let userID = try row.string("user_id") else { return nil }
+            let attempt = Int(try row.int("attempts") ?? 1)
+            return ClaimedPush(push: OutgoingPush(pushID: id, kind: kind, platform: platform, tokenKind: tokenKind,
+                                                  token: token, message: message, deadline: deadline, attempt: attempt,
+                                                  ackToken: ackTokens[id]),
+                               deviceID: deviceID, userID: userID, visitID: try row.string("visit_id"), attempt: attempt)
+        }
+    }
+
+    /// Ends the leases of jobs left `sending` by workers that are gone (SQLite: the file
+    /// belongs to this process, so such a worker died with a previous one): they are
+    /// claimed again at once instead of when their lease runs out. The attempt count is
+    /// kept, so the dead worker's late outcome — if it ever comes — is still refused.
+    static func releaseLeases(_ db: any SQLConnection, keeping live: Set<String>, at: Date) throws -> Int {
+        let kept = Array(live)
+        let clause = kept.isEmpty ? "" : " AND lease_owner NOT IN (\(Array(repeating: "?", count: kept.count).joined(separator: ", ")))"
+        return try db.execute("UPDATE push_jobs SET lease_until = ? WHERE status = 'sending' AND lease_until > ?" + clause,
+                              [.date(at), .date(at)] + kept.map(SQLValue.text))
+    }
+
+    /// Makes the given pending jobs due now (`push-test` sends at once).
+    static func makeDue(_ db: any SQLConnection, ids: [String], at: Date) throws {
+        guard !ids.isEmpty else { return }
+        try db.execute("UPDATE push_jobs SET next_attempt_at = ? WHERE status = 'pending' AND id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))",
+                       [.date(at)] + ids.map(SQLValue.text))
+    }
+
+    /// Whether `owner` still holds the lease of this attempt (and locks the row until the
+    /// transaction ends): a job whose lease ran out belongs to whoever claimed it again.
+    static func holdsLease(_ db: any SQLConnection, pushID: String, owner: String, attempt: Int) throws -> Bool {
+        let row = try db.queryOne("SELECT status FROM push_jobs WHERE id = ? AND lease_owner = ? AND attempts = ?\(db.dialect.forUpdate)",
+                                  .text(pushID), .text(owner), .integer(Int64(attempt)))
+        return try row?.string("status") == "sending"
+    }
+
+    /// The provider accepted the push.
+    static func markSent(_ db: any SQLConnection, pushID: String, providerID: String?, at: Date) throws {
+        try db.execute("""
+            UPDATE push_jobs SET status = 'sent', sent_at = ?, provider_id = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL
+            WHERE id = ?
+            """, .date(at), .optional(providerID), .text(pushID))
+    }
+
+    /// Back to pending, due at `next`.
+    static func scheduleRetry(_ db: any SQLConnection, pushID: String, at next: Date, error: String?) throws {
+        try db.execute("""
+            UPDATE push_jobs SET status = 'pending', next_attempt_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ?
+            WHERE id = ?
+            """, .date(next), .optional(error), .text(pushID))
+    }
+
+    /// How a job ends without being sent.
+    enum Ending: String {
+        case failed
+        /// Dropped at its deadline, never sent late.
+        case expired
+    }
+
+    /// The job ends unsent: failed, or expired at its deadline.
+    static func finish(_ db: any SQLConnection, pushID: String, as ending: Ending, error: String?) throws {
+        try db.execute("UPDATE push_jobs SET status = ?, lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ?",
+                       .text(ending.rawValue), .optional(error), .text(pushID))
+    }
+
+    /// Cancels the device's unsent jobs for a token a provider refused.
+    static func cancelPending(_ db: any SQLConnection, deviceID: String, token: String, reason: String) throws {
+        try db.execute("""
+            UPDATE push_jobs SET status = 'cancelled', last_error = ?
+            WHERE device_id = ? AND token = ? AND status = 'pending'
+            """, .text(reason), .text(deviceID), .text(token))
+    }
+
+    /// Records the receipt of a job (the first one only: the caller checked `acked_at`).
+    static func markAcked(_ db: any SQLConnection, pushID: String, at: Date) throws {
+        try db.execute("UPDATE push_jobs SET acked_at = ? WHERE id = ?", .date(at), .text(pushID))
+    }
+
+    /// One row of `push_attempts`: what one attempt's provider (or deadline) answered.
+    static func recordAttempt(_ db: any SQLConnection, _ attempt: PushAttempt, durationMs: Int64, instance: String) throws {
+        try db.execute("""
+            INSERT INTO push_attempts (id, push_id, device_id, attempt, at, provider, outcome, http_status, reason, duration_ms, instance)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(UUID().uuidString.lowercased()), .text(attempt.pushID), .text(attempt.deviceID),
+                  .integer(Int64(attempt.attempt)), .date(attempt.at), .text(attempt.provider), .text(attempt.outcome),
+                  attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, .optional(attempt.reason),
+                  .integer(durationMs), .text(instance)])
+    }
 }

@@ -98,6 +98,7 @@ public final class PushWorker: Sendable {
     private let inFlight = Locked(0)
     private let loop = Locked<Task<Void, Never>?>(nil)
     private let stopping = Locked(false)
+    private let retryWakes = Locked<[UUID: Task<Void, Never>]>([:])
 
     public init(database: any SQLDatabase, providers: PushProviders, configuration: Configuration = .init(),
                 instanceID: String = UUID().uuidString.lowercased(), sink: (any PushEventSink)? = nil,
@@ -111,33 +112,93 @@ public final class PushWorker: Sendable {
         self.now = now
     }
 
+    /// Workers running in this process, by instance id: on SQLite the only live ones.
+    private static let running = Locked<Set<String>>([])
+
     /// Starts the delivery loop.
     public func start() {
+        Self.running.withLock { _ = $0.insert(instanceID) }
         loop.withLock { task in
             guard task == nil else { return }
-            task = Task { [self] in await self.run() }
+            task = Task { [self] in
+                await self.releaseDeadLeases()
+                await self.run()
+            }
+        }
+    }
+
+    /// SQLite: jobs a previous process claimed and never finished (killed mid-send, or
+    /// right after a gate POST handed them over) go out now, not a lease later.
+    private func releaseDeadLeases() async {
+        guard !database.dialect.isSharedByInstances else { return }
+        let live = Self.running.current
+        let at = now()
+        do {
+            let released = try await database.write { db in try PushOutbox.releaseLeases(db, keeping: live, at: at) }
+            if released > 0 { log.info("released push leases of a previous process", ["count": .number(Double(released))]) }
+        } catch {
+            log.error("releasing push leases failed", ["error": .string("\(error)")])
+        }
+    }
+
+    /// Whether jobs may be handed to this worker (it runs and is not stopping).
+    var acceptsHandOff: Bool { loop.current != nil && !stopping.current }
+
+    /// Sends jobs claimed for this worker by the transaction that enqueued them; called
+    /// on the thread that committed it, right after COMMIT (`PushOutbox.handOff`). Must
+    /// not block: each job becomes a task at once. A worker already stopping leaves them
+    /// claimed; their lease runs out and they are claimed again (here after a restart on
+    /// SQLite, at once).
+    func deliverHandedOff(_ jobs: [ClaimedJob]) {
+        let admitted = stopping.withLock { stopping -> Bool in
+            guard !stopping else { return false }
+            // Counted under the stopping lock: `stop()` then waits for these too.
+            inFlight.withLock { $0 += jobs.count }
+            return true
+        }
+        guard admitted else { return }
+        for job in jobs {
+            Task { [self] in
+                _ = await self.deliver(job)
+                self.inFlight.withLock { $0 -= 1 }
+                self.wakeSignal.signal()
+            }
         }
     }
 
     /// Looks for work now (call after committing an enqueue on this instance).
     public func wake() { wakeSignal.signal() }
 
-    /// Looks for work once `seconds` have passed.
+    /// Looks for work once `seconds` have passed. Tracked, so `stop()` cancels the ones
+    /// still sleeping (a retry scheduled an hour out must not outlive the worker).
     private func wake(after seconds: TimeInterval) {
         let delay = Duration.milliseconds(Int64(max(0, min(seconds, 3600)) * 1000) + 1)
-        Task { [wakeSignal] in
-            try? await Task.sleep(for: delay)
-            wakeSignal.signal()
+        let id = UUID()
+        retryWakes.withLock { wakes in
+            guard !stopping.current else { return }
+            // Inserted under the lock its own removal takes: it cannot remove itself first.
+            wakes[id] = Task { [wakeSignal, retryWakes] in
+                if (try? await Task.sleep(for: delay)) != nil { wakeSignal.signal() }
+                _ = retryWakes.withLock { $0.removeValue(forKey: id) }
+            }
         }
     }
+
+    /// Retry wake-ups still sleeping (for tests: how many `stop()` must cancel).
+    var pendingRetryWakes: Int { retryWakes.current.count }
 
     /// Stops claiming and waits for the pushes in flight.
     public func stop() async {
         stopping.withLock { $0 = true }
+        Self.running.withLock { _ = $0.remove(instanceID) }
         wakeSignal.signal()
         let task = loop.withLock { task -> Task<Void, Never>? in defer { task = nil }; return task }
         await task?.value
         while inFlight.current > 0 { try? await Task.sleep(for: .milliseconds(10)) }
+        // Deliveries above may have scheduled retries: cancelled now, after the last one.
+        let wakes = retryWakes.withLock { wakes -> [Task<Void, Never>] in defer { wakes = [:] }; return Array(wakes.values) }
+        for wake in wakes { wake.cancel() }
+        for wake in wakes { await wake.value }
     }
 
     private func run() async {
@@ -162,69 +223,18 @@ public final class PushWorker: Sendable {
         }
     }
 
-    /// A job as claimed: the row plus the lease that proves it is ours.
-    struct ClaimedJob: Sendable {
-        var push: OutgoingPush
-        var deviceID: String
-        var userID: String
-        var visitID: String?
-        var attempt: Int
-    }
+    typealias ClaimedJob = ClaimedPush
 
     /// Claims up to `limit` due jobs (or the given ones), leasing them to this worker.
     func claim(limit: Int, ids: [String]? = nil) async throws -> [ClaimedJob] {
         let at = now()
-        let lease = configuration.lease
+        let leaseUntil = at.addingTimeInterval(configuration.lease)
         let owner = instanceID
         // Not durable: the claim is half of the gate POST → ring path's disk waits, and a
         // lost claim only makes the job pending again (sent again, de-duplicated by
         // `push_id` as after any crash between sending and recording).
         return try await database.writeNotDurable { db in
-            var sql = """
-                SELECT id FROM push_jobs
-                WHERE ((status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?))
-                """
-            var parameters: [SQLValue] = [.date(at), .date(at)]
-            if let ids {
-                sql += " AND id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ", ")))"
-                parameters += ids.map(SQLValue.text)
-            }
-            sql += " ORDER BY next_attempt_at LIMIT ?\(db.dialect.skipLocked)"
-            parameters.append(.integer(Int64(limit)))
-            let due = try db.query(sql, parameters).compactMap { try $0.string("id") }
-            guard !due.isEmpty else { return [] }
-            let list = Array(repeating: "?", count: due.count).joined(separator: ", ")
-            try db.execute("""
-                UPDATE push_jobs SET status = 'sending', lease_owner = ?, lease_until = ?, attempts = attempts + 1
-                WHERE id IN (\(list))
-                """, [.text(owner), .date(at.addingTimeInterval(lease))] + due.map(SQLValue.text))
-            let rows = try db.query("SELECT * FROM push_jobs WHERE id IN (\(list))", due.map(SQLValue.text))
-            // Every attempt's payload carries a fresh ack capability; the job keeps only its
-            // hash. Rendering happens after this transaction, maybe on another instance after
-            // a lease ran out, so the raw token cannot be re-read later: a new one per attempt,
-            // all of them valid for this push (decision 0016).
-            var ackTokens: [String: String] = [:]
-            for row in rows {
-                guard let id = try row.string("id") else { continue }
-                let token = Crypto.opaqueToken()
-                let hashes = PushReceipts.appendingAckHash(Crypto.tokenHash(token), to: try row.string("ack_token_hashes"))
-                try db.execute("UPDATE push_jobs SET ack_token_hashes = ? WHERE id = ?", .text(hashes), .text(id))
-                ackTokens[id] = token
-            }
-            return try rows.compactMap { row -> ClaimedJob? in
-                guard let id = try row.string("id"), let kind = try row.string("kind").flatMap(PushKind.init(rawValue:)),
-                      let platform = try row.string("platform"), let token = try row.string("token"),
-                      let tokenKind = try row.string("token_kind").flatMap(OutgoingPush.TokenKind.init(rawValue:)),
-                      let messageText = try row.string("message"),
-                      let message = try? JSONCoding.decoder().decode(PushMessage.self, from: Data(messageText.utf8)),
-                      let deadline = try row.date("deadline_at"), let deviceID = try row.string("device_id"),
-                      let userID = try row.string("user_id") else { return nil }
-                let attempt = Int(try row.int("attempts") ?? 1)
-                return ClaimedJob(push: OutgoingPush(pushID: id, kind: kind, platform: platform, tokenKind: tokenKind,
-                                                     token: token, message: message, deadline: deadline, attempt: attempt,
-                                                     ackToken: ackTokens[id]),
-                                  deviceID: deviceID, userID: userID, visitID: try row.string("visit_id"), attempt: attempt)
-            }
+            try PushOutbox.claim(db, owner: owner, leaseUntil: leaseUntil, at: at, limit: limit, ids: ids)
         }
     }
 
@@ -232,10 +242,7 @@ public final class PushWorker: Sendable {
     public func deliverNow(_ pushIDs: [String]) async throws -> [(pushID: String, provider: String, result: PushResult)] {
         guard !pushIDs.isEmpty else { return [] }
         let at = now()
-        _ = try await database.write { db in
-            try db.execute("UPDATE push_jobs SET next_attempt_at = ? WHERE status = 'pending' AND id IN (\(Array(repeating: "?", count: pushIDs.count).joined(separator: ", ")))",
-                           [.date(at)] + pushIDs.map(SQLValue.text))
-        }
+        try await database.write { db in try PushOutbox.makeDue(db, ids: pushIDs, at: at) }
         var results: [(String, String, PushResult)] = []
         for job in try await claim(limit: pushIDs.count, ids: pushIDs) {
             let (provider, result) = await deliver(job)
@@ -270,71 +277,48 @@ public final class PushWorker: Sendable {
         do {
             let retryAt = try await database.write { db -> Date? in
                 // Only the lease holder records: a job whose lease ran out belongs to whoever reclaimed it.
-                let mine = try db.queryOne("SELECT status FROM push_jobs WHERE id = ? AND lease_owner = ? AND attempts = ?\(db.dialect.forUpdate)",
-                                           .text(job.push.pushID), .text(owner), .integer(Int64(job.attempt)))
-                guard try mine?.string("status") == "sending" else { return nil }
+                let pushID = job.push.pushID
+                guard try PushOutbox.holdsLease(db, pushID: pushID, owner: owner, attempt: job.attempt) else { return nil }
                 var outcome = expired ? "expired" : result.outcome.rawValue
                 var nextAttempt: Date?
                 let error = result.reason.map { reason in [reason, result.detail].compactMap { $0 }.joined(separator: ": ") }
                 switch (expired, result.outcome) {
                 case (true, _):
-                    try db.execute("UPDATE push_jobs SET status = 'expired', lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ?",
-                                   .optional(error), .text(job.push.pushID))
+                    try PushOutbox.finish(db, pushID: pushID, as: .expired, error: error)
                 case (false, .accepted):
-                    try db.execute("""
-                        UPDATE push_jobs SET status = 'sent', sent_at = ?, provider_id = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL
-                        WHERE id = ?
-                        """, .date(at), .optional(result.providerID), .text(job.push.pushID))
-                    try db.execute("UPDATE devices SET last_push_at = ?, last_success_at = ?, consecutive_failures = 0 WHERE id = ?",
-                                   .date(at), .date(at), .text(job.deviceID))
+                    try PushOutbox.markSent(db, pushID: pushID, providerID: result.providerID, at: at)
+                    try DeviceStore.pushAccepted(db, deviceID: job.deviceID, at: at)
                 case (false, .retry):
                     let delay = retry.delay(afterAttempt: job.attempt, retryAfter: result.retryAfter)
                     let next = at.addingTimeInterval(delay)
                     if job.attempt < retry.maxAttempts && next < job.push.deadline {
                         nextAttempt = next
-                        try db.execute("""
-                            UPDATE push_jobs SET status = 'pending', next_attempt_at = ?, lease_owner = NULL, lease_until = NULL, last_error = ?
-                            WHERE id = ?
-                            """, .date(next), .optional(error), .text(job.push.pushID))
+                        try PushOutbox.scheduleRetry(db, pushID: pushID, at: next, error: error)
                     } else {
                         // The next try would land after the deadline (or we tried enough): drop it.
-                        outcome = next >= job.push.deadline ? "expired" : "failed"
-                        try db.execute("UPDATE push_jobs SET status = ?, lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ?",
-                                       .text(outcome == "expired" ? "expired" : "failed"), .optional(error), .text(job.push.pushID))
+                        let ending: PushOutbox.Ending = next >= job.push.deadline ? .expired : .failed
+                        outcome = ending.rawValue
+                        try PushOutbox.finish(db, pushID: pushID, as: ending, error: error)
                     }
-                    try Self.countFailure(db, deviceID: job.deviceID, error: error, at: at)
+                    try DeviceStore.pushFailed(db, deviceID: job.deviceID, error: error, at: at)
                 case (false, .tokenInvalid):
-                    try db.execute("UPDATE push_jobs SET status = 'failed', lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ?",
-                                   .optional(error), .text(job.push.pushID))
-                    // Deactivate the token — only if the device still has it (the app may
-                    // have registered a fresh one while this push was in flight).
-                    let column = job.push.tokenKind == .voip ? "voip_token" : "push_token"
-                    try db.execute("UPDATE devices SET \(column)_status = 'unregistered' WHERE id = ? AND \(column) = ?",
-                                   .text(job.deviceID), .text(job.push.token))
-                    try db.execute("""
-                        UPDATE push_jobs SET status = 'cancelled', last_error = 'token deactivated'
-                        WHERE device_id = ? AND token = ? AND status = 'pending'
-                        """, .text(job.deviceID), .text(job.push.token))
-                    try Self.countFailure(db, deviceID: job.deviceID, error: error, at: at)
+                    try PushOutbox.finish(db, pushID: pushID, as: .failed, error: error)
+                    try DeviceStore.deactivate(db, deviceID: job.deviceID, token: job.push.token, kind: job.push.tokenKind)
+                    try PushOutbox.cancelPending(db, deviceID: job.deviceID, token: job.push.token, reason: "token deactivated")
+                    try DeviceStore.pushFailed(db, deviceID: job.deviceID, error: error, at: at)
                 case (false, .failed):
-                    try db.execute("UPDATE push_jobs SET status = 'failed', lease_owner = NULL, lease_until = NULL, last_error = ? WHERE id = ?",
-                                   .optional(error), .text(job.push.pushID))
-                    try Self.countFailure(db, deviceID: job.deviceID, error: error, at: at)
+                    try PushOutbox.finish(db, pushID: pushID, as: .failed, error: error)
+                    try DeviceStore.pushFailed(db, deviceID: job.deviceID, error: error, at: at)
                 }
-                try db.execute("""
-                    INSERT INTO push_attempts (id, push_id, device_id, attempt, at, provider, outcome, http_status, reason, duration_ms, instance)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, [.text(UUID().uuidString.lowercased()), .text(job.push.pushID), .text(job.deviceID),
-                          .integer(Int64(job.attempt)), .date(at), .text(provider), .text(outcome),
-                          result.httpStatus.map { .integer(Int64($0)) } ?? .null, .optional(error),
-                          .integer(Int64((at.timeIntervalSince(started) * 1000).rounded())), .text(owner)])
+                let attempt = PushAttempt(pushID: pushID, visitID: job.visitID, userID: job.userID, deviceID: job.deviceID,
+                                          kind: job.push.kind, platform: job.push.platform, provider: provider,
+                                          attempt: job.attempt, at: at, outcome: outcome, httpStatus: result.httpStatus,
+                                          reason: error, nextAttemptAt: nextAttempt)
+                try PushOutbox.recordAttempt(db, attempt, durationMs: Int64((at.timeIntervalSince(started) * 1000).rounded()),
+                                             instance: owner)
                 if let sink {
-                    let attempt = PushAttempt(pushID: job.push.pushID, visitID: job.visitID, userID: job.userID, deviceID: job.deviceID,
-                                              kind: job.push.kind, platform: job.push.platform, provider: provider,
-                                              attempt: job.attempt, at: at, outcome: outcome, httpStatus: result.httpStatus,
-                                              reason: error, nextAttemptAt: nextAttempt)
                     do { try sink.pushAttempted(attempt, in: db) } catch {
-                        log.error("push event sink failed", ["push_id": .string(job.push.pushID), "error": .string("\(error)")])
+                        log.error("push event sink failed", ["push_id": .string(pushID), "error": .string("\(error)")])
                     }
                 }
                 return nextAttempt
@@ -352,10 +336,5 @@ public final class PushWorker: Sendable {
                                           "outcome": .string(expired ? "expired" : result.outcome.rawValue),
                                           "status": result.httpStatus.map { .number(Double($0)) } ?? .null,
                                           "reason": result.reason.map(JSONValue.string) ?? .null])
-    }
-
-    private static func countFailure(_ db: any SQLConnection, deviceID: String, error: String?, at: Date) throws {
-        try db.execute("UPDATE devices SET consecutive_failures = consecutive_failures + 1, last_error = ?, last_error_at = ?, last_push_at = ? WHERE id = ?",
-                       .optional(error), .date(at), .date(at), .text(deviceID))
     }
 }

@@ -5,6 +5,7 @@ import PortariaCore
 /// Owns one `PGconn*` and the statements prepared on it. Used by one thread at a time.
 final class PostgresConnection: SQLConnection {
     let dialect = SQLDialect.postgres
+    let transactionHooks = TransactionHooks()
     let handle: OpaquePointer
     /// SQL text (with `?`) → name of the statement prepared on this connection.
     private var prepared: [String: String] = [:]

@@ -49,7 +49,7 @@ public final class PostgresDatabase: SQLDatabase {
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await pool.withConnection { connection in
             connection.resetIfBroken()
-            return try inTransaction(begin: "BEGIN", execute: connection.simple) { try body(connection) }
+            return try inTransaction(begin: "BEGIN", on: connection, execute: connection.simple) { try body(connection) }
         }
     }
 
@@ -57,7 +57,7 @@ public final class PostgresDatabase: SQLDatabase {
     public func writeNotDurable<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await pool.withConnection { connection in
             connection.resetIfBroken()
-            return try inTransaction(begin: "BEGIN", execute: connection.simple) {
+            return try inTransaction(begin: "BEGIN", on: connection, execute: connection.simple) {
                 // Transaction-scoped: the pooled connection is back to the default after COMMIT.
                 try connection.simple("SET LOCAL synchronous_commit = off")
                 return try body(connection)

@@ -5,6 +5,7 @@ import PortariaCore
 /// Owns one `sqlite3*` handle and its prepared statements. Used by one thread at a time.
 final class SQLiteConnection: SQLConnection {
     let dialect = SQLDialect.sqlite
+    let transactionHooks = TransactionHooks()
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
 

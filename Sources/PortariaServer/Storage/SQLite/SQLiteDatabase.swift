@@ -45,7 +45,7 @@ public final class SQLiteDatabase: SQLDatabase {
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
         try await writer.withConnection { connection in
-            try inTransaction(begin: "BEGIN IMMEDIATE", execute: connection.run) { try body(connection) }
+            try inTransaction(begin: "BEGIN IMMEDIATE", on: connection, execute: connection.run) { try body(connection) }
         }
     }
 
@@ -55,7 +55,7 @@ public final class SQLiteDatabase: SQLDatabase {
             // Outside the transaction, and back to FULL before the writer serves anyone else.
             try connection.run("PRAGMA synchronous = NORMAL")
             defer { try? connection.run("PRAGMA synchronous = FULL") }
-            return try inTransaction(begin: "BEGIN IMMEDIATE", execute: connection.run) { try body(connection) }
+            return try inTransaction(begin: "BEGIN IMMEDIATE", on: connection, execute: connection.run) { try body(connection) }
         }
     }
 
