@@ -31,7 +31,7 @@ E2E_WIDTH ?= 8
 # empty to skip (`SANITIZE= make test`, `SANITIZE= make test-repeat`).
 SANITIZE ?= address
 
-.PHONY: run test test-repeat sanitize build bench conformance soak clean bootstrap fuzz fuzz-short screenshots
+.PHONY: run test test-repeat sanitize build bench bench-instances conformance soak clean bootstrap fuzz fuzz-short screenshots
 
 bootstrap:
 	@scripts/bootstrap
@@ -95,6 +95,11 @@ bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \
 	  $(SWIFT) build -c release --product portaria-bench; fi
 	bench/run
+
+# Issue 15 item 6: gate POST/s and realtime p99 with 1, 2 and 3 instances on one PostgreSQL.
+bench-instances: build
+	$(SWIFT) build -c release --product portaria-bench
+	bench/instances
 
 # WebSocket conformance (Autobahn|Testsuite fuzzingclient against /v1/bench/ws/echo of the
 # debug binary, whose assertions are on). Needs Python 2.7 (pyenv); not part of make test.
