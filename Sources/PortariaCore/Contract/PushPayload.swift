@@ -281,7 +281,7 @@ public enum PushPayload: Sendable, Equatable {
             case .string(let text)?: return text
             case .number(let number)?:
                 // Checked: `Int64(_:)` traps beyond its range (`"push_id": 1e300` killed the
-                // app inside PushKit's callback; found by fuzz/push-payload).
+                // app inside PushKit's callback; its input is a fuzz/push-payload seed).
                 if let whole = Int64(exactly: number) { return String(whole) }
                 return number.isFinite ? String(number) : nil
             default: return nil
