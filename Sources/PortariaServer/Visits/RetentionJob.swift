@@ -4,7 +4,9 @@ import PortariaCore
 /// LGPD retention: photos, voice messages and visitor locations older than
 /// `--retention-days` are deleted; idempotency keys after 48 h; ended rate-limit windows;
 /// realtime events after 7 days and finished push jobs (with their attempts) after 30 —
-/// both bounded by the retention days too (decision 0050). Logs what it deleted.
+/// both bounded by the retention days too (decision 0050); sessions (with their refresh
+/// tokens) 30 days after they expired, SMS codes and their tokens a day after (decision
+/// 0055). Logs what it deleted.
 public actor RetentionJob {
     let database: any SQLDatabase
     let clock: any TimeSource
@@ -22,6 +24,10 @@ public actor RetentionJob {
         public var events = 0
         public var pushJobs = 0
         public var pushAttempts = 0
+        public var sessions = 0
+        public var refreshTokens = 0
+        public var otpCodes = 0
+        public var otpTokens = 0
     }
 
     /// Rows deleted per transaction for the tables that grow with every visit: a first
@@ -58,11 +64,13 @@ public actor RetentionJob {
             // Ended rate-limit windows: one row per address that ever knocked, so without
             // this the table grows with every guesser.
             report.rateLimitWindows = try RateLimiter.prune(db, now: now)
+            (report.otpCodes, report.otpTokens) = try OTPStore.prune(db, expiredBefore: now.addingTimeInterval(-OTPStore.keptAfterExpiry))
             return (report, try rows.compactMap { try $0.string("path") })
         }
         for path in paths { media.remove(path) }
         var report = swept
         (report.events, report.pushJobs, report.pushAttempts) = try await pruneLogs(now: now)
+        (report.sessions, report.refreshTokens) = try await pruneSessions(now: now)
         log.info("retention sweep", ["retention_days": .number(Double(days)), "photos_deleted": .number(Double(report.photos)),
                                      "voice_messages_deleted": .number(Double(report.voiceMessages)),
                                      "locations_deleted": .number(Double(report.locations)),
@@ -70,7 +78,11 @@ public actor RetentionJob {
                                      "rate_limit_windows_deleted": .number(Double(report.rateLimitWindows)),
                                      "events_deleted": .number(Double(report.events)),
                                      "push_jobs_deleted": .number(Double(report.pushJobs)),
-                                     "push_attempts_deleted": .number(Double(report.pushAttempts))])
+                                     "push_attempts_deleted": .number(Double(report.pushAttempts)),
+                                     "sessions_deleted": .number(Double(report.sessions)),
+                                     "refresh_tokens_deleted": .number(Double(report.refreshTokens)),
+                                     "otp_codes_deleted": .number(Double(report.otpCodes)),
+                                     "otp_tokens_deleted": .number(Double(report.otpTokens))])
         return report
     }
 
@@ -96,6 +108,23 @@ public actor RetentionJob {
             if deleted.jobs < limit || Task.isCancelled { break }
         }
         return (events, jobs, attempts)
+    }
+
+    /// Ended sessions and their refresh tokens, in batches like the logs. Not bounded by
+    /// the retention days: a session holds no visitor data, and deleting a live one would
+    /// log its user out.
+    private func pruneSessions(now: Date) async throws -> (sessions: Int, refreshTokens: Int) {
+        let cutoff = now.addingTimeInterval(-SessionStore.keptAfterEnd)
+        let limit = Self.batchSize
+        var sessions = 0
+        var tokens = 0
+        while true {
+            let deleted = try await database.write { db in try SessionStore.prune(db, endedBefore: cutoff, limit: limit) }
+            sessions += deleted.sessions
+            tokens += deleted.refreshTokens
+            if deleted.sessions < limit || Task.isCancelled { break }
+        }
+        return (sessions, tokens)
     }
 
     /// Sweeps now and then every `interval`.
