@@ -163,6 +163,45 @@ struct CallsAcrossInstancesTests {
             #expect(started?["device_id"] as? String == "phone-1", "\(started ?? [:])")
         }
     }
+    @Test("the instance holding the call stops gracefully: the gate page on the other instance hears call.ended (server_shutdown) at once, and the timeline says why",
+          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+    func ownerStopsGracefully() async throws {
+        try await TwoInstances.with { a, b in
+            let (visit, visitorToken) = try await R.ring(a)
+            let maria = try await R.login(b, "maria")
+            // Only the phone (on B) is connected when Maria answers: B holds the call.
+            let phone = try await R.subscribe(b, maria, query: "?device_id=phone-1")
+            let answered = try await b.request("POST", "/v1/visits/\(visit)/answer",
+                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+                body: Array(#"{"device_id":"phone-1"}"#.utf8))
+            #expect(answered.status == 200, "\(answered.text)")
+            let started = await eventually(within: .seconds(20)) {
+                let kinds = (try? await Self.attempts(b, maria, visit: visit))?.compactMap { $0["kind"] as? String } ?? []
+                return kinds.contains("call_started")
+            }
+            #expect(started, "the call never started")
+            let ticket = try await a.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
+            let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
+            let visitor = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(a.port)/v1/realtime?ticket=\(visitorTicket)"))
+            try await visitor.waitUntilSubscribed()
+            visitor.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":"v=0\r\n"}"#))
+            _ = try await phone.until("call.offer", timeout: .seconds(20))
+
+            // B stops (a deploy). Before, the gate page on A heard nothing: its call's owner
+            // was gone and only its own media timeout would end it.
+            b.signal(SIGTERM)
+            let ended = try await visitor.until("call.ended", timeout: .seconds(20)).last
+            #expect(ended?["data"]?["reason"]?.stringValue == "server_shutdown" && ended?["data"]?["visit_id"]?.stringValue == visit,
+                    "\(ended.map { "\($0)" } ?? "none")")
+            #expect(await waitForExit(b.process, within: .seconds(30)) && b.process.terminationStatus == 0)
+            let mariaOnA = try await R.login(a, "maria")
+            let kinds = try await Self.attempts(a, mariaOnA, visit: visit).filter { ($0["kind"] as? String)?.hasPrefix("call_") == true }
+            #expect(kinds.compactMap { $0["kind"] as? String } == ["call_started", "call_ended"], "\(kinds)")
+            #expect((kinds.last?["detail"] as? String)?.contains("serverShutdown") == true, "\(kinds)")
+        }
+    }
+
     @Test("the visit is resolved while both participants are on B and the call's owner A follows nobody of the company: the call still ends with visit_closed",
           .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
     func visitClosedAwayFromTheOwner() async throws {
