@@ -92,22 +92,12 @@ public actor RetentionJob {
         let retention = Double(days) * 86_400
         let eventCutoff = now.addingTimeInterval(-min(EventLog.keptFor, retention))
         let pushCutoff = now.addingTimeInterval(-min(PushOutbox.keptFor, retention))
-        let limit = Self.batchSize
-        var events = 0
-        while true {
-            let deleted = try await database.write { db in try EventLog.prune(db, before: eventCutoff, limit: limit) }
-            events += deleted
-            if deleted < limit || Task.isCancelled { break }
+        let events = try await inBatches { db, limit in [try EventLog.prune(db, before: eventCutoff, limit: limit)] }
+        let push = try await inBatches { db, limit in
+            let deleted = try PushOutbox.prune(db, before: pushCutoff, limit: limit)
+            return [deleted.jobs, deleted.attempts]
         }
-        var jobs = 0
-        var attempts = 0
-        while true {
-            let deleted = try await database.write { db in try PushOutbox.prune(db, before: pushCutoff, limit: limit) }
-            jobs += deleted.jobs
-            attempts += deleted.attempts
-            if deleted.jobs < limit || Task.isCancelled { break }
-        }
-        return (events, jobs, attempts)
+        return (events[0], push[0], push[1])
     }
 
     /// Ended sessions and their refresh tokens, in batches like the logs. Not bounded by
@@ -115,16 +105,24 @@ public actor RetentionJob {
     /// log its user out.
     private func pruneSessions(now: Date) async throws -> (sessions: Int, refreshTokens: Int) {
         let cutoff = now.addingTimeInterval(-SessionStore.keptAfterEnd)
-        let limit = Self.batchSize
-        var sessions = 0
-        var tokens = 0
-        while true {
-            let deleted = try await database.write { db in try SessionStore.prune(db, endedBefore: cutoff, limit: limit) }
-            sessions += deleted.sessions
-            tokens += deleted.refreshTokens
-            if deleted.sessions < limit || Task.isCancelled { break }
+        let deleted = try await inBatches { db, limit in
+            let deleted = try SessionStore.prune(db, endedBefore: cutoff, limit: limit)
+            return [deleted.sessions, deleted.refreshTokens]
         }
-        return (sessions, tokens)
+        return (deleted[0], deleted[1])
+    }
+
+    /// Runs `deleteBatch` with a limit of `batchSize` rows, one transaction each, until a
+    /// batch deletes fewer than that (nothing older is left) or the sweep is cancelled.
+    /// `deleteBatch` returns its counts, the limited one first; the sums are returned.
+    private func inBatches(_ deleteBatch: @escaping @Sendable (any SQLConnection, Int) throws -> [Int]) async throws -> [Int] {
+        let limit = Self.batchSize
+        var totals: [Int] = []
+        while true {
+            let counts = try await database.write { db in try deleteBatch(db, limit) }
+            totals = totals.isEmpty ? counts : zip(totals, counts).map(+)
+            if (counts.first ?? 0) < limit || Task.isCancelled { return totals }
+        }
     }
 
     /// Sweeps now and then every `interval`.
