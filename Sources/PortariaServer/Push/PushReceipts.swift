@@ -93,7 +93,9 @@ public struct PushReceipts: Sendable {
     /// Marks the job received (the first time only), adds the receipt to the visit's
     /// timeline and the device's health. Both ways of acknowledging end here, so push
     /// health counts them alike.
-    static func record(_ db: any SQLConnection, pushID: String, userID: String, at: Date, via: String) throws -> PushAck? {
+    static func record(_ db: any SQLConnection, pushID: String, userID: String, at clock: Date, via: String) throws -> PushAck? {
+        // The first answer and every repeat (read back from the row) give the same acked_at.
+        let at = SQLValue.storedPrecision(clock)
         guard let job = try db.queryOne("SELECT device_id, acked_at, visit_id, kind FROM push_jobs WHERE id = ? AND user_id = ?\(db.dialect.forUpdate)",
                                         .text(pushID), .text(userID)) else { return nil }
         if let acked = try job.date("acked_at") { return PushAck(pushID: pushID, ackedAt: acked) }

@@ -12,6 +12,12 @@ public enum SQLValue: Sendable, Hashable {
 
     public static func bool(_ value: Bool) -> SQLValue { .integer(value ? 1 : 0) }
     public static func date(_ value: Date) -> SQLValue { .integer(Int64((value.timeIntervalSince1970 * 1000).rounded())) }
+    /// `value` as it reads back once stored with `.date` (whole milliseconds, rounded). An
+    /// answer built from the clock and later re-read from its row must name the same
+    /// instant: a receipt at 14:32:05.9996 answered "14:32:05" and, re-read, "14:32:06".
+    public static func storedPrecision(_ value: Date) -> Date {
+        Date(timeIntervalSince1970: Double(Int64((value.timeIntervalSince1970 * 1000).rounded())) / 1000)
+    }
     public static func optional(_ value: String?) -> SQLValue { value.map(SQLValue.text) ?? .null }
 }
 

@@ -63,6 +63,14 @@ struct ResidentAppBrowserTests {
                     ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
                 ], body: Array(#"{"action":"deny"}"#.utf8))
                 #expect(denied.status == 200, "\(denied.text)")
+                // The deny reaches Maria's page over the realtime feed and the list moves the
+                // (held, so not redrawn) item from "Tocando agora" to the history. Tapping
+                // while it moves could land on whatever slides under the pointer (seen once:
+                // Atender, which opened the call panel), so the tap waits for the move.
+                try await browser.waitFor("the held item to move to the history") {
+                    try await browser.execute("return document.querySelector(arguments[0]) !== null",
+                                              ["#history li.visit[data-id='\(second)'] button[data-action=authorize]"]) as? Bool == true
+                }
                 try await browser.click(css: "li.visit[data-id='\(second)'] button[data-action=authorize]")
                 let message = try await browser.waitForText("li.visit[data-id='\(second)'] .message", containing: "já negou")
                 #expect(message.hasPrefix("João já negou às "), "\(message)")

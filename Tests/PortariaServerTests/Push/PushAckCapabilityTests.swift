@@ -180,4 +180,21 @@ struct PushAckCapabilityTests {
             }
         }
     }
+
+    @Test("a receipt half a millisecond before a whole second answers the same acked_at the first time and when repeated",
+          arguments: backends)
+    func ackedAtIsWhatTheRowSays(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            try await fixture.register("maria")
+            let maria = try await fixture.userID("maria")
+            let jobs = try await fixture.enqueue(PushRequest(userID: maria, kind: .delivery, message: Self.noVisit, deadline: Date().addingTimeInterval(60)))
+            var receipts = PushReceipts(database: fixture.database)
+            // Stored as whole milliseconds (rounded: …06.000); the clock said …05.9996.
+            receipts.now = { Date(timeIntervalSince1970: 1_800_000_005.9996) }
+            let first = try #require(try await receipts.acknowledge(pushID: jobs[0].pushID, userID: maria))
+            let again = try #require(try await receipts.acknowledge(pushID: jobs[0].pushID, userID: maria))
+            #expect(first.ackedAt == again.ackedAt)
+            #expect(Timestamp.format(first.ackedAt) == Timestamp.format(again.ackedAt), "\(first.ackedAt) vs \(again.ackedAt)")
+        }
+    }
 }
