@@ -121,14 +121,6 @@ struct CallMediaEndToEndTests {
                  "caller_name": "Rafael", "unit_label": "A-101", "kind": "visit", "geofence": .object(["status": "unknown"])])
     }
 
-    static func visitorSocket(_ server: TestServer, token: String) async throws -> R.Reader {
-        let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(token)")])
-        let value = try #require(try ticket.json()["ticket"] as? String)
-        let visitor = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(value)"))
-        try await visitor.waitUntilSubscribed()
-        return visitor
-    }
-
     static func send(_ reader: R.Reader, _ type: CallMessageType, _ data: [String: JSONValue]) {
         reader.connection.send(text: RealtimeFrame(type: type.rawValue, data: .object(data)).jsonText)
     }
@@ -154,7 +146,7 @@ struct CallMediaEndToEndTests {
     func negotiateAndHangUp() async throws {
         try await TestServer.with(["--demo", "--turn-url", "turn:127.0.0.1:3478", "--turn-secret", "test-secret"]) { server in
             let (visit, visitorToken) = try await R.ring(server)
-            let visitor = try await Self.visitorSocket(server, token: visitorToken)
+            let visitor = try await CallSignalingTests.gatePage(server, visitorToken: visitorToken)
             let phone = try await Self.phone(server, deviceID: "phone-1")
             defer { phone.reader.cancel() }
 
@@ -214,7 +206,7 @@ struct CallMediaEndToEndTests {
     func answeredElsewhere() async throws {
         try await TestServer.with(["--demo"]) { server in
             let (visit, visitorToken) = try await R.ring(server)
-            let visitor = try await Self.visitorSocket(server, token: visitorToken)
+            let visitor = try await CallSignalingTests.gatePage(server, visitorToken: visitorToken)
             let maria = try await Self.phone(server, deviceID: "maria-phone")
             let joao = try await Self.phone(server, deviceID: "joao-phone", username: "joao")
             defer { maria.reader.cancel(); joao.reader.cancel() }
@@ -244,7 +236,7 @@ struct CallMediaEndToEndTests {
     func visitorHangsUp() async throws {
         try await TestServer.with(["--demo"]) { server in
             let (visit, visitorToken) = try await R.ring(server)
-            let visitor = try await Self.visitorSocket(server, token: visitorToken)
+            let visitor = try await CallSignalingTests.gatePage(server, visitorToken: visitorToken)
             let phone = try await Self.phone(server, deviceID: "phone-2")
             defer { phone.reader.cancel() }
             await phone.media.start(visitID: visit)

@@ -11,6 +11,25 @@ struct CallSignalingTests {
 
     static func frame(_ type: String, _ data: String) -> String { #"{"type":"\#(type)","data":\#(data)}"# }
 
+    /// The gate page's realtime socket on `server`, subscribed with a ticket for its visitor token.
+    static func gatePage(_ server: TestServer, visitorToken: String) async throws -> R.Reader {
+        let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
+        let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
+        let reader = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
+        try await reader.waitUntilSubscribed()
+        return reader
+    }
+
+    /// `session` answers `visit` on `server` (`body`: which device takes the call); expects 200.
+    static func answer(_ server: TestServer, _ session: R.Session, visit: String, body: String = #"{"device_id":"phone-1"}"#,
+                       sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
+            headers: [("Authorization", "Bearer \(session.token)"), ("X-Company-Id", session.companyID),
+                      ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+            body: Array(body.utf8))
+        #expect(answered.status == 200, "\(answered.text)", sourceLocation: sourceLocation)
+    }
+
     @Test("offer, answer and ICE relay between the visitor and the answering device only; hangup ends both; the timeline records the call")
     func relay() async throws {
         try await TestServer.with(["--demo"]) { server in
@@ -18,19 +37,12 @@ struct CallSignalingTests {
             let maria = try await R.login(server, "maria")
             let ana = try await R.login(server, "ana")
 
-            let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
-            let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
-            let visitor = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
-            try await visitor.waitUntilSubscribed()
+            let visitor = try await Self.gatePage(server, visitorToken: visitorToken)
             let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
             let tablet = try await R.subscribe(server, maria, query: "?device_id=tablet-9")
             let stranger = try await R.subscribe(server, ana)
 
-            let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
-                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
-                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
-                body: Array(#"{"device_id":"phone-1"}"#.utf8))
-            #expect(answered.status == 200, "\(answered.text)")
+            try await Self.answer(server, maria, visit: visit)
             _ = try await phone.until("visit.answered")
             _ = try await tablet.until("visit.answered")
 
@@ -69,21 +81,54 @@ struct CallSignalingTests {
         }
     }
 
+    @Test("a graceful stop ends the call on both sides at once (server_shutdown) and the timeline says why")
+    func gracefulStopEndsCalls() async throws {
+        var server = try await TestServer.start(["--demo"])
+        do {
+            let (visit, visitorToken) = try await R.ring(server)
+            let maria = try await R.login(server, "maria")
+            let visitor = try await Self.gatePage(server, visitorToken: visitorToken)
+            let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
+            try await Self.answer(server, maria, visit: visit)
+            _ = try await visitor.until("visit.answered", timeout: .seconds(20))
+            let sdp = #""v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n""#
+            visitor.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":\#(sdp)}"#))
+            _ = try await phone.until("call.offer", timeout: .seconds(20))
+            phone.connection.send(text: Self.frame("call.answer", #"{"visit_id":"\#(visit)","sdp":\#(sdp)}"#))
+            _ = try await visitor.until("call.answer", timeout: .seconds(20))
+
+            // SIGTERM (a deploy): both sides hear it from the server before their sockets
+            // close, instead of waiting out their own media timeouts.
+            server.signal(SIGTERM)
+            for side in [visitor, phone] {
+                let ended = try await side.until("call.ended", timeout: .seconds(20)).last
+                #expect(ended?["data"]?["reason"]?.stringValue == "server_shutdown" && ended?["data"]?["visit_id"]?.stringValue == visit,
+                        "\(ended.map { "\($0)" } ?? "none")")
+            }
+            #expect(await waitForExit(server.process, within: .seconds(30)) && server.process.terminationStatus == 0)
+
+            // The timeline row was written before the database closed.
+            server = try await server.restart()
+            let detail = try await server.request("GET", "/v1/visits/\(visit)",
+                                                  headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)])
+            let attempts = (try detail.json()["attempts"] as? [[String: Any]]) ?? []
+            let ending = attempts.last { $0["kind"] as? String == "call_ended" }
+            #expect((ending?["detail"] as? String)?.contains("serverShutdown") == true, "\(attempts)")
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
     @Test("with TURN configured, the visitor sees only the resident's relay candidates (no host or server-reflexive address)")
     func residentAddressesStayPrivate() async throws {
         try await TestServer.with(["--demo", "--turn-url", "turn:127.0.0.1:3478", "--turn-secret", "test-secret"]) { server in
             let (visit, visitorToken) = try await R.ring(server)
             let maria = try await R.login(server, "maria")
-            let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
-            let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
-            let visitor = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
-            try await visitor.waitUntilSubscribed()
+            let visitor = try await Self.gatePage(server, visitorToken: visitorToken)
             let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
-            let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
-                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
-                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
-                body: Array(#"{"device_id":"phone-1"}"#.utf8))
-            #expect(answered.status == 200, "\(answered.text)")
+            try await Self.answer(server, maria, visit: visit)
 
             let offer = #""v=0\r\no=- 1 2 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\n""#
             visitor.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":\#(offer)}"#))
@@ -116,11 +161,7 @@ struct CallSignalingTests {
         try await TestServer.with(["--demo"]) { server in
             let (visit, visitorToken) = try await R.ring(server)
             let maria = try await R.login(server, "maria")
-            let answered = try await server.request("POST", "/v1/visits/\(visit)/answer",
-                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
-                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
-                body: Array("{}".utf8))
-            #expect(answered.status == 200, "\(answered.text)")
+            try await Self.answer(server, maria, visit: visit, body: "{}")
             let answer = try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer \(visitorToken)")])
             #expect(answer.status == 200)
             #expect(answer.header("cache-control") == "no-store")

@@ -29,6 +29,16 @@ struct CallsAcrossInstancesTests {
         try #require(try await Self.visit(server, session, id: visit)["attempts"] as? [[String: Any]])
     }
 
+    /// Waits until the call of `visit` is in its timeline (its owner claimed it).
+    static func expectCallStarted(_ server: TestServer, _ session: R.Session, visit: String,
+                                  sourceLocation: SourceLocation = #_sourceLocation) async {
+        let started = await eventually(within: .seconds(20)) {
+            let kinds = (try? await Self.attempts(server, session, visit: visit))?.compactMap { $0["kind"] as? String } ?? []
+            return kinds.contains("call_started")
+        }
+        #expect(started, "the call never started", sourceLocation: sourceLocation)
+    }
+
     /// Who is connected when Maria answers decides which instance holds the call: an
     /// instance that holds one of its participants at that moment.
     enum Arrival: String, CaseIterable, CustomTestStringConvertible {
@@ -54,13 +64,7 @@ struct CallsAcrossInstancesTests {
             let maria = try await R.login(b, "maria")
             let ana = try await R.login(b, "ana")
 
-            func connectGatePage() async throws -> R.Reader {
-                let ticket = try await a.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
-                let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
-                let reader = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(a.port)/v1/realtime?ticket=\(visitorTicket)"))
-                try await reader.waitUntilSubscribed()
-                return reader
-            }
+            func connectGatePage() async throws -> R.Reader { try await CallSignalingTests.gatePage(a, visitorToken: visitorToken) }
             // Two more devices of Maria's, one per instance: they rang, but the call is the
             // phone's. They also tell when each instance has handled the answer (a socket
             // that connects to it later is handled after that).
@@ -71,22 +75,14 @@ struct CallsAcrossInstancesTests {
             var phoneSocket = arrival == .phoneConnectsAfterAnswer || arrival == .neitherConnectedAtAnswer
                 ? nil : try await R.subscribe(b, maria, query: "?device_id=phone-1")
 
-            let answered = try await b.request("POST", "/v1/visits/\(visit)/answer",
-                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
-                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
-                body: Array(#"{"device_id":"phone-1"}"#.utf8))
-            #expect(answered.status == 200, "\(answered.text)")
+            try await CallSignalingTests.answer(b, maria, visit: visit)
             _ = try await tabletOnA.until("visit.answered", timeout: .seconds(10))
             _ = try await tabletOnB.until("visit.answered", timeout: .seconds(10))
             if gatePage == nil {
                 // A gate page's offer needs a call to go to: between the answer and the
                 // owner's claim there is none yet (CALL_NOT_FOUND; decision 0040), so it
                 // waits for the call to be in the timeline.
-                let started = await eventually(within: .seconds(10)) {
-                    let kinds = (try? await Self.attempts(b, maria, visit: visit))?.compactMap { $0["kind"] as? String } ?? []
-                    return kinds.contains("call_started")
-                }
-                #expect(started, "the call never started")
+                await Self.expectCallStarted(b, maria, visit: visit)
                 gatePage = try await connectGatePage()
             }
             if phoneSocket == nil { phoneSocket = try await R.subscribe(b, maria, query: "?device_id=phone-1") }
@@ -163,27 +159,46 @@ struct CallsAcrossInstancesTests {
             #expect(started?["device_id"] as? String == "phone-1", "\(started ?? [:])")
         }
     }
+
+    @Test("the instance holding the call stops gracefully: the gate page on the other instance hears call.ended (server_shutdown) at once, and the timeline says why",
+          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+    func ownerStopsGracefully() async throws {
+        try await TwoInstances.with { a, b in
+            let (visit, visitorToken) = try await R.ring(a)
+            let maria = try await R.login(b, "maria")
+            // Only the phone (on B) is connected when Maria answers: B holds the call.
+            let phone = try await R.subscribe(b, maria, query: "?device_id=phone-1")
+            try await CallSignalingTests.answer(b, maria, visit: visit)
+            await Self.expectCallStarted(b, maria, visit: visit)
+            let visitor = try await CallSignalingTests.gatePage(a, visitorToken: visitorToken)
+            visitor.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":"v=0\r\n"}"#))
+            _ = try await phone.until("call.offer", timeout: .seconds(20))
+
+            // B stops (a deploy). Before, the gate page on A heard nothing: its call's owner
+            // was gone and only its own media timeout would end it.
+            b.signal(SIGTERM)
+            let ended = try await visitor.until("call.ended", timeout: .seconds(20)).last
+            #expect(ended?["data"]?["reason"]?.stringValue == "server_shutdown" && ended?["data"]?["visit_id"]?.stringValue == visit,
+                    "\(ended.map { "\($0)" } ?? "none")")
+            #expect(await waitForExit(b.process, within: .seconds(30)) && b.process.terminationStatus == 0)
+            let mariaOnA = try await R.login(a, "maria")
+            let kinds = try await Self.attempts(a, mariaOnA, visit: visit).filter { ($0["kind"] as? String)?.hasPrefix("call_") == true }
+            #expect(kinds.compactMap { $0["kind"] as? String } == ["call_started", "call_ended"], "\(kinds)")
+            #expect((kinds.last?["detail"] as? String)?.contains("serverShutdown") == true, "\(kinds)")
+        }
+    }
+
     @Test("the visit is resolved while both participants are on B and the call's owner A follows nobody of the company: the call still ends with visit_closed",
           .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
     func visitClosedAwayFromTheOwner() async throws {
         try await TwoInstances.with { a, b in
             let (visit, visitorToken) = try await R.ring(a)
             let maria = try await R.login(b, "maria")
-            func connectGatePage(_ server: TestServer) async throws -> R.Reader {
-                let ticket = try await server.request("POST", "/v1/realtime/tickets", headers: [("Authorization", "Bearer \(visitorToken)")])
-                let visitorTicket = try #require(try ticket.json()["ticket"] as? String)
-                let reader = R.Reader(try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/realtime?ticket=\(visitorTicket)"))
-                try await reader.waitUntilSubscribed()
-                return reader
-            }
+            func connectGatePage(_ server: TestServer) async throws -> R.Reader { try await CallSignalingTests.gatePage(server, visitorToken: visitorToken) }
             // Only the gate page is connected when Maria answers: A holds the call.
             let gateOnA = try await connectGatePage(a)
             let witnessOnB = try await R.subscribe(b, maria, query: "?device_id=tablet-8")
-            let answered = try await b.request("POST", "/v1/visits/\(visit)/answer",
-                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
-                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
-                body: Array(#"{"device_id":"phone-1"}"#.utf8))
-            #expect(answered.status == 200, "\(answered.text)")
+            try await CallSignalingTests.answer(b, maria, visit: visit)
             _ = try await gateOnA.until("visit.answered", timeout: .seconds(10))
             _ = try await witnessOnB.until("visit.answered", timeout: .seconds(10))
             let phone = try await R.subscribe(b, maria, query: "?device_id=phone-1")

@@ -88,6 +88,8 @@ public final class RealtimeFeed: Sendable {
         case call([CallDirective])
         /// A `portaria_calls` notification from another instance (decision 0040).
         case relayed(String)
+        /// The calls' last directives before a stop; `done` runs once they are performed.
+        case endCalls([CallDirective], done: @Sendable () -> Void)
     }
 
     private let commands: AsyncStream<Command>.Continuation
@@ -178,6 +180,7 @@ public final class RealtimeFeed: Sendable {
     /// finishes (the rest are dropped), so nothing here writes to a socket or reads the
     /// database after this returns.
     public func stop() async {
+        await endCalls()
         commands.finish()
         let running = tasks.withLock { tasks -> [Task<Void, Never>] in
             defer { tasks = [] }
@@ -185,6 +188,29 @@ public final class RealtimeFeed: Sendable {
             return tasks
         }
         for task in running { await task.value }
+    }
+
+    /// Longest a stop waits for the calls' last frames, timeline rows and ownership
+    /// releases: a database that does not answer must not hold the stop.
+    static let endCallsTimeout: Duration = .seconds(3)
+
+    /// Ends this instance's calls as the feed's last work (decision 0056): both sides get
+    /// `call.ended` (`server_shutdown`) now rather than after their own timeouts — a
+    /// participant on another instance through the relay, while the database and the
+    /// listener still run (the feed stops first) — the timeline says why, and the `calls`
+    /// rows go. The directives run on the feed's task, in order after what is queued.
+    private func endCalls() async {
+        guard started.current else { return }
+        let directives = await calls.closeAll()
+        guard !directives.isEmpty else { return }
+        let (performed, finish) = AsyncStream<Never>.makeStream()
+        commands.yield(.endCalls(directives, done: { finish.finish() }))
+        let timeout = Task {
+            try? await Task.sleep(for: Self.endCallsTimeout)
+            finish.finish()
+        }
+        for await _ in performed {}
+        timeout.cancel()
     }
 }
 
@@ -269,6 +295,9 @@ private final class FeedState {
                 await received(connection, text)
             case .call(let directives): try await perform(directives)
             case .relayed(let payload): try await relayed(payload)
+            case .endCalls(let directives, let done):
+                defer { done() }
+                try await perform(directives)
             }
         } catch {
             // A database hiccup must not stop the feed; the next poke reads forward again.

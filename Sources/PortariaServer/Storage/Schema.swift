@@ -36,6 +36,13 @@ public enum Schema {
             // it would scan the whole outbox every hour.
             .init("CREATE INDEX push_jobs_created ON push_jobs (created_at)"),
         ]),
+        Migration(version: 13, name: "auth_tables_by_expiry", statements: [
+            // The retention sweep deletes ended sessions and expired SMS codes and tokens by
+            // expiry (decision 0055): without these it would scan each table every hour.
+            .init("CREATE INDEX sessions_expires ON sessions (expires_at)"),
+            .init("CREATE INDEX otp_codes_expires ON otp_codes (expires_at)"),
+            .init("CREATE INDEX otp_tokens_expires ON otp_tokens (expires_at)"),
+        ]),
     ]
 
     /// Video calls across instances on PostgreSQL (decision 0040): which instance owns

@@ -4,7 +4,9 @@ import PortariaCore
 /// LGPD retention: photos, voice messages and visitor locations older than
 /// `--retention-days` are deleted; idempotency keys after 48 h; ended rate-limit windows;
 /// realtime events after 7 days and finished push jobs (with their attempts) after 30 —
-/// both bounded by the retention days too (decision 0050). Logs what it deleted.
+/// both bounded by the retention days too (decision 0050); sessions (with their refresh
+/// tokens) 30 days after they expired, SMS codes and their tokens a day after (decision
+/// 0055). Logs what it deleted.
 public actor RetentionJob {
     let database: any SQLDatabase
     let clock: any TimeSource
@@ -22,6 +24,10 @@ public actor RetentionJob {
         public var events = 0
         public var pushJobs = 0
         public var pushAttempts = 0
+        public var sessions = 0
+        public var refreshTokens = 0
+        public var otpCodes = 0
+        public var otpTokens = 0
     }
 
     /// Rows deleted per transaction for the tables that grow with every visit: a first
@@ -58,11 +64,13 @@ public actor RetentionJob {
             // Ended rate-limit windows: one row per address that ever knocked, so without
             // this the table grows with every guesser.
             report.rateLimitWindows = try RateLimiter.prune(db, now: now)
+            (report.otpCodes, report.otpTokens) = try OTPStore.prune(db, expiredBefore: now.addingTimeInterval(-OTPStore.keptAfterExpiry))
             return (report, try rows.compactMap { try $0.string("path") })
         }
         for path in paths { media.remove(path) }
         var report = swept
         (report.events, report.pushJobs, report.pushAttempts) = try await pruneLogs(now: now)
+        (report.sessions, report.refreshTokens) = try await pruneSessions(now: now)
         log.info("retention sweep", ["retention_days": .number(Double(days)), "photos_deleted": .number(Double(report.photos)),
                                      "voice_messages_deleted": .number(Double(report.voiceMessages)),
                                      "locations_deleted": .number(Double(report.locations)),
@@ -70,7 +78,11 @@ public actor RetentionJob {
                                      "rate_limit_windows_deleted": .number(Double(report.rateLimitWindows)),
                                      "events_deleted": .number(Double(report.events)),
                                      "push_jobs_deleted": .number(Double(report.pushJobs)),
-                                     "push_attempts_deleted": .number(Double(report.pushAttempts))])
+                                     "push_attempts_deleted": .number(Double(report.pushAttempts)),
+                                     "sessions_deleted": .number(Double(report.sessions)),
+                                     "refresh_tokens_deleted": .number(Double(report.refreshTokens)),
+                                     "otp_codes_deleted": .number(Double(report.otpCodes)),
+                                     "otp_tokens_deleted": .number(Double(report.otpTokens))])
         return report
     }
 
@@ -80,22 +92,37 @@ public actor RetentionJob {
         let retention = Double(days) * 86_400
         let eventCutoff = now.addingTimeInterval(-min(EventLog.keptFor, retention))
         let pushCutoff = now.addingTimeInterval(-min(PushOutbox.keptFor, retention))
+        let events = try await inBatches { db, limit in [try EventLog.prune(db, before: eventCutoff, limit: limit)] }
+        let push = try await inBatches { db, limit in
+            let deleted = try PushOutbox.prune(db, before: pushCutoff, limit: limit)
+            return [deleted.jobs, deleted.attempts]
+        }
+        return (events[0], push[0], push[1])
+    }
+
+    /// Ended sessions and their refresh tokens, in batches like the logs. Not bounded by
+    /// the retention days: a session holds no visitor data, and deleting a live one would
+    /// log its user out.
+    private func pruneSessions(now: Date) async throws -> (sessions: Int, refreshTokens: Int) {
+        let cutoff = now.addingTimeInterval(-SessionStore.keptAfterEnd)
+        let deleted = try await inBatches { db, limit in
+            let deleted = try SessionStore.prune(db, endedBefore: cutoff, limit: limit)
+            return [deleted.sessions, deleted.refreshTokens]
+        }
+        return (deleted[0], deleted[1])
+    }
+
+    /// Runs `deleteBatch` with a limit of `batchSize` rows, one transaction each, until a
+    /// batch deletes fewer than that (nothing older is left) or the sweep is cancelled.
+    /// `deleteBatch` returns its counts, the limited one first; the sums are returned.
+    private func inBatches(_ deleteBatch: @escaping @Sendable (any SQLConnection, Int) throws -> [Int]) async throws -> [Int] {
         let limit = Self.batchSize
-        var events = 0
+        var totals: [Int] = []
         while true {
-            let deleted = try await database.write { db in try EventLog.prune(db, before: eventCutoff, limit: limit) }
-            events += deleted
-            if deleted < limit || Task.isCancelled { break }
+            let counts = try await database.write { db in try deleteBatch(db, limit) }
+            totals = totals.isEmpty ? counts : zip(totals, counts).map(+)
+            if (counts.first ?? 0) < limit || Task.isCancelled { return totals }
         }
-        var jobs = 0
-        var attempts = 0
-        while true {
-            let deleted = try await database.write { db in try PushOutbox.prune(db, before: pushCutoff, limit: limit) }
-            jobs += deleted.jobs
-            attempts += deleted.attempts
-            if deleted.jobs < limit || Task.isCancelled { break }
-        }
-        return (events, jobs, attempts)
     }
 
     /// Sweeps now and then every `interval`.

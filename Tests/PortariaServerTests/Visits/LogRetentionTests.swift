@@ -106,3 +106,91 @@ struct LogRetentionTests {
         }
     }
 }
+
+/// The auth tables that grow with every login and every SMS code (decision 0055).
+@Suite("Retention of sessions and SMS codes", .serialized)
+struct AuthRetentionTests {
+    static let backends = LogRetentionTests.backends
+    static let now = LogRetentionTests.now
+
+    static func count(_ database: any SQLDatabase, _ table: String) async throws -> Int64 {
+        try await database.read { db in try db.queryOne("SELECT COUNT(*) AS n FROM \(table)", [])?.int("n") ?? -1 }
+    }
+
+    @Test("sessions 30 days past their expiry go with their refresh tokens; live and recently ended ones stay, and a pruned token answers like any unknown one",
+          arguments: backends)
+    func sessions(backend: Backend) async throws {
+        try await AuthFixture.with(backend) { fixture in
+            let database = fixture.storage.database
+            // Four real logins (each a session with its first refresh token); two of them
+            // refreshed twice, so their sessions hold three tokens each.
+            var logins: [LoginResponse] = []
+            for index in 0..<4 {
+                var body = try await fixture.auth.login(LoginRequest(username: "maria", password: "demo1234"), clientAddress: "10.0.0.\(index)")
+                if index < 2 {
+                    for _ in 0..<2 { body = try await fixture.auth.refresh(RefreshRequest(refreshToken: body.refreshToken)) }
+                }
+                logins.append(body)
+            }
+            #expect(try await Self.count(database, "sessions") == 4)
+            // Ages, relative to the sweep's clock: expired 31 and 45 days ago (pruned; the
+            // first is also revoked), expired 29 days ago (kept), still live (kept).
+            let expiries: [Double] = [-31, -45, -29, 10]
+            var sessionIDs: [String] = []
+            for login in logins { sessionIDs.append(try #require(try await fixture.auth.sessionID(forRefreshToken: login.refreshToken))) }
+            let byLogin = sessionIDs
+            try await database.write { db in
+                for (index, days) in expiries.enumerated() {
+                    try db.execute("UPDATE sessions SET expires_at = ? WHERE id = ?",
+                                   .date(Self.now.addingTimeInterval(days * 86_400)), .text(byLogin[index]))
+                }
+                try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = 'logout' WHERE id = ?",
+                               .date(Self.now.addingTimeInterval(-40 * 86_400)), .text(byLogin[0]))
+            }
+            #expect(try await Self.count(database, "refresh_tokens") == 3 + 3 + 1 + 1)
+
+            let report = try await LogRetentionTests.sweep(database)
+            #expect(report.sessions == 2 && report.refreshTokens == 3 + 3)
+            let left = try await database.read { db in
+                try Set(db.query("SELECT id FROM sessions", []).map { try $0.required.string("id") })
+            }
+            #expect(left == [byLogin[2], byLogin[3]])
+            #expect(try await Self.count(database, "refresh_tokens") == 2)
+            // A second sweep finds nothing; the retention days do not shorten session keeping.
+            #expect(try await LogRetentionTests.sweep(database, days: 1).sessions == 0)
+
+            // The pruned session's token gets the answer a never-issued token gets.
+            let pruned = await httpError { _ = try await fixture.auth.refresh(RefreshRequest(refreshToken: logins[1].refreshToken)) }
+            let unknown = await httpError { _ = try await fixture.auth.refresh(RefreshRequest(refreshToken: "never-issued-token")) }
+            #expect(pruned?.status == 401)
+            #expect(pruned?.body.code == unknown?.body.code)
+        }
+    }
+
+    @Test("SMS codes and their tokens go a day after they expired", arguments: backends)
+    func otp(backend: Backend) async throws {
+        try await AuthFixture.with(backend) { fixture in
+            let database = fixture.storage.database
+            let maria = try #require(try await database.read { db in
+                try db.queryOne("SELECT id FROM users WHERE username = 'maria'", [])?.string("id")
+            })
+            // (expired this many days before the sweep's clock) — > 1 day goes.
+            let ages: [Double] = [3, 1.5, 0.5, -0.01]
+            try await database.write { db in
+                for (index, days) in ages.enumerated() {
+                    let expiry = SQLValue.date(Self.now.addingTimeInterval(-days * 86_400))
+                    try db.execute("INSERT INTO otp_codes (id, phone, code_hash, created_at, expires_at) VALUES (?, '+5511999990000', 'h', ?, ?)",
+                                   .text("code-\(index)"), expiry, expiry)
+                    try db.execute("INSERT INTO otp_tokens (token_hash, user_id, expires_at) VALUES (?, ?, ?)",
+                                   .text("token-\(index)"), .text(maria), expiry)
+                }
+            }
+            let report = try await LogRetentionTests.sweep(database)
+            #expect(report.otpCodes == 2 && report.otpTokens == 2)
+            let codes = try await database.read { db in try Set(db.query("SELECT id FROM otp_codes", []).map { try $0.required.string("id") }) }
+            let tokens = try await database.read { db in try Set(db.query("SELECT token_hash FROM otp_tokens", []).map { try $0.required.string("token_hash") }) }
+            #expect(codes == ["code-2", "code-3"])
+            #expect(tokens == ["token-2", "token-3"])
+        }
+    }
+}

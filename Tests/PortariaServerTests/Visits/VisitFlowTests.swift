@@ -308,6 +308,12 @@ struct VisitFlowTests {
             let (id, token) = try await f.ring(location: #"{"lat":-23.5617,"lon":-46.6560,"accuracy_m":10}"#)
             #expect(await f.call("POST", "/v1/visitor/visit/photo", bearer: token, bytes: MediaSamples.jpeg()).status == 200)
             #expect(await f.call("POST", "/v1/visitor/visit/voice_message", bearer: token, bytes: MediaSamples.ogg(seconds: 5)).status == 200)
+            // The fixture's logins ran on the real clock, the sweep runs on the manual one
+            // (2027): keep the residents' sessions live on the sweep's clock too, or it
+            // prunes them as long ended (decision 0055) and the reads below get 401.
+            try await f.database.write { db in
+                try db.execute("UPDATE sessions SET expires_at = ?", .date(f.clock.now().addingTimeInterval(200 * 86_400)))
+            }
             f.clock.advance(by: 89 * 86_400)
             let early = try await f.module.retention.run()
             #expect(early.photos == 0 && early.voiceMessages == 0 && early.locations == 0 && early.idempotencyKeys == 0)
