@@ -41,6 +41,20 @@ struct JSONBytesWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A JSON integer, as `JSONEncoder` writes an `Int`: optional minus, decimal digits.
+    mutating func int(_ value: Int) {
+        // `description`, as JSONEncoder; up to 15 digits it is a small string, no allocation.
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    /// A timestamp as `JSONCoding.encoder()`'s date strategy writes it: the string of
+    /// `Timestamp.format` (digits, `-`, `:`, `T`, `Z`; nothing to escape).
+    mutating func timestamp(_ date: Date) {
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: Timestamp.format(date).utf8)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// `[…]` of `element`s, comma-separated.
     mutating func array<Element>(_ elements: [Element], _ element: (inout JSONBytesWriter, Element) -> Void) {
         raw("[")
@@ -84,5 +98,171 @@ extension MeResponse {
         writer.string(user.username)
         writer.raw("}}")
         return writer.bytes
+    }
+}
+
+/// `GET /v1/visits` and `GET /v1/visits/{id}` written by hand (decision 0051): the same
+/// bytes as `JSONCoding.encoder()` — keys sorted, nil optionals left out — which had been
+/// about half of the list's CPU (decision 0033). `HotResponseTests` compares bytes.
+extension VisitPage {
+    var jsonBytes: [UInt8] {
+        var writer = JSONBytesWriter(capacity: 512 + visits.count * 1_024)
+        writer.raw("{")
+        if let nextCursor {
+            writer.raw("\"next_cursor\":")
+            writer.string(nextCursor)
+            writer.raw(",")
+        }
+        writer.raw("\"visits\":")
+        writer.array(visits) { $1.write(into: &$0) }
+        writer.raw("}")
+        return writer.bytes
+    }
+}
+
+extension Visit {
+    var jsonBytes: [UInt8] {
+        var writer = JSONBytesWriter(capacity: 1_024)
+        write(into: &writer)
+        return writer.bytes
+    }
+
+    /// Keys in the order `.sortedKeys` puts them: answered_by, attempts, carrier,
+    /// company_id, created_at, expires_at, geofence, geofence_badge, id, kind, photo,
+    /// resolution, ring_deadline, status, unit, updated_at, visitor_name, voice_message.
+    func write(into writer: inout JSONBytesWriter) {
+        writer.raw("{")
+        if let answeredBy {
+            writer.raw("\"answered_by\":")
+            answeredBy.write(into: &writer)
+            writer.raw(",")
+        }
+        writer.raw("\"attempts\":")
+        writer.array(attempts) { $1.write(into: &$0) }
+        if let carrier {
+            writer.raw(",\"carrier\":")
+            writer.string(carrier)
+        }
+        writer.raw(",\"company_id\":")
+        writer.string(companyID)
+        writer.raw(",\"created_at\":")
+        writer.timestamp(createdAt)
+        writer.raw(",\"expires_at\":")
+        writer.timestamp(expiresAt)
+        writer.raw(",\"geofence\":{")
+        if let bearing = geofence.bearingDeg {
+            writer.raw("\"bearing_deg\":")
+            writer.int(bearing)
+            writer.raw(",")
+        }
+        if let distance = geofence.distanceM {
+            writer.raw("\"distance_m\":")
+            writer.int(distance)
+            writer.raw(",")
+        }
+        writer.raw("\"status\":")
+        writer.string(geofence.status.rawValue)
+        writer.raw("},\"geofence_badge\":")
+        writer.string(geofenceBadge)
+        writer.raw(",\"id\":")
+        writer.string(id)
+        writer.raw(",\"kind\":")
+        writer.string(kind.rawValue)
+        if let photo {
+            writer.raw(",\"photo\":")
+            photo.write(into: &writer)
+        }
+        if let resolution {
+            writer.raw(",\"resolution\":{\"action\":")
+            writer.string(resolution.action.rawValue)
+            writer.raw(",\"at\":")
+            writer.timestamp(resolution.at)
+            writer.raw(",\"by\":")
+            resolution.by.write(into: &writer)
+            writer.raw(",\"via\":")
+            writer.string(resolution.via.rawValue)
+            writer.raw("}")
+        }
+        if let ringDeadline {
+            writer.raw(",\"ring_deadline\":")
+            writer.timestamp(ringDeadline)
+        }
+        writer.raw(",\"status\":")
+        writer.string(status.rawValue)
+        writer.raw(",\"unit\":{\"id\":")
+        writer.string(unit.id)
+        writer.raw(",\"label\":")
+        writer.string(unit.label)
+        writer.raw("},\"updated_at\":")
+        writer.timestamp(updatedAt)
+        writer.raw(",\"visitor_name\":")
+        writer.string(visitorName)
+        if let voiceMessage {
+            writer.raw(",\"voice_message\":")
+            voiceMessage.write(into: &writer)
+        }
+        writer.raw("}")
+    }
+}
+
+extension VisitAttempt {
+    /// at, channel, detail, device_id, id, kind, step, user.
+    func write(into writer: inout JSONBytesWriter) {
+        writer.raw("{\"at\":")
+        writer.timestamp(at)
+        if let channel {
+            writer.raw(",\"channel\":")
+            writer.string(channel)
+        }
+        if let detail {
+            writer.raw(",\"detail\":")
+            writer.string(detail)
+        }
+        if let deviceID {
+            writer.raw(",\"device_id\":")
+            writer.string(deviceID)
+        }
+        writer.raw(",\"id\":")
+        writer.string(id)
+        writer.raw(",\"kind\":")
+        writer.string(kind.rawValue)
+        if let step {
+            writer.raw(",\"step\":")
+            writer.int(step)
+        }
+        if let user {
+            writer.raw(",\"user\":")
+            user.write(into: &writer)
+        }
+        writer.raw("}")
+    }
+}
+
+extension VisitMediaInfo {
+    /// byte_size, content_type, created_at, duration_ms, url.
+    func write(into writer: inout JSONBytesWriter) {
+        writer.raw("{\"byte_size\":")
+        writer.int(byteSize)
+        writer.raw(",\"content_type\":")
+        writer.string(contentType)
+        writer.raw(",\"created_at\":")
+        writer.timestamp(createdAt)
+        if let durationMs {
+            writer.raw(",\"duration_ms\":")
+            writer.int(durationMs)
+        }
+        writer.raw(",\"url\":")
+        writer.string(url)
+        writer.raw("}")
+    }
+}
+
+extension PersonRef {
+    func write(into writer: inout JSONBytesWriter) {
+        writer.raw("{\"id\":")
+        writer.string(id)
+        writer.raw(",\"name\":")
+        writer.string(name)
+        writer.raw("}")
     }
 }

@@ -493,7 +493,7 @@ public struct VisitService: Sendable {
             sql += " ORDER BY v.created_at DESC, v.id DESC LIMIT ?"
             parameters.append(.integer(Int64(limit + 1)))
             let rows = try db.query(sql, parameters).map(VisitStore.row)
-            return (try rows.prefix(limit).map { try VisitStore.dto(db, $0) }, rows.count > limit)
+            return (try VisitStore.dtos(db, Array(rows.prefix(limit))), rows.count > limit)
         }
         var next: String?
         if more, let last = visits.last {

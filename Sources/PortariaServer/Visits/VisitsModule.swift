@@ -102,11 +102,14 @@ public final class VisitsModule: Sendable {
                 limit = value
             }
             let cursor = request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 }
-            return .json(try await service.list(caller: caller, filter: filter, cursor: cursor, limit: limit))
+            // Written by hand, not JSONEncoder: the same bytes (decision 0051).
+            let page = try await service.list(caller: caller, filter: filter, cursor: cursor, limit: limit)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: page.jsonBytes)
         }
         router.get("/v1/visits/{id}") { request in
             let caller = try await authenticator.caller(request, requiring: Permission.visitsView)
-            return .json(try await service.visit(id: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), caller: caller))
+            let visit = try await service.visit(id: try request.parameter("id", as: VisitID.self, notFound: "visit not found"), caller: caller)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: visit.jsonBytes)
         }
         for kind in [MediaKind.photo, .voiceMessage] {
             router.get("/v1/visits/{id}/\(kind.rawValue)") { request in
