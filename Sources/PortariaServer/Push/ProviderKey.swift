@@ -16,6 +16,9 @@ public final class ProviderKey: @unchecked Sendable {
         init(_ description: String) { self.description = description + Self.openSSLReason() }
         static func openSSLReason() -> String {
             let code = ERR_get_error()
+            // One reason is enough; the rest of this thread's queue would otherwise be
+            // reported as the reason of some later, unrelated failure.
+            defer { ERR_clear_error() }
             guard code != 0 else { return "" }
             var buffer = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(code, &buffer, buffer.count)
@@ -27,6 +30,8 @@ public final class ProviderKey: @unchecked Sendable {
     /// An owned `EVP_PKEY` from PEM private key text, or nil (also used by `P256Key`).
     static func readPrivateKey(pem: String) -> OpaquePointer? {
         let bytes = Array(pem.utf8)
+        // Errors an earlier call left on this thread are not this key's.
+        ERR_clear_error()
         return bytes.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }
@@ -37,15 +42,28 @@ public final class ProviderKey: @unchecked Sendable {
     /// Loads a PEM private key (PKCS#8 `BEGIN PRIVATE KEY`, as Apple's .p8 and Google's JSON hold).
     public init(pem: String) throws {
         guard let loaded = Self.readPrivateKey(pem: pem) else { throw KeyError("not a PEM private key") }
+        // The key is checked before `self` owns it: an initializer that throws before every
+        // stored property is set never runs `deinit`, so a refused key (P-384, short RSA,
+        // Ed25519) stored first would never be freed.
+        do {
+            algorithm = try Self.algorithm(of: loaded)
+        } catch {
+            EVP_PKEY_free(loaded)
+            throw error
+        }
         key = loaded
-        switch EVP_PKEY_get_base_id(loaded) {
+    }
+
+    /// What a loaded key signs with, or why it cannot serve as a provider key.
+    private static func algorithm(of key: OpaquePointer) throws -> Algorithm {
+        switch EVP_PKEY_get_base_id(key) {
         case EVP_PKEY_EC:
             // APNs accepts only P-256 keys (ES256).
-            guard EVP_PKEY_get_bits(loaded) == 256 else { throw KeyError("EC key is not P-256") }
-            algorithm = .es256
+            guard EVP_PKEY_get_bits(key) == 256 else { throw KeyError("EC key is not P-256") }
+            return .es256
         case EVP_PKEY_RSA:
-            guard EVP_PKEY_get_bits(loaded) >= 2048 else { throw KeyError("RSA key shorter than 2048 bits") }
-            algorithm = .rs256
+            guard EVP_PKEY_get_bits(key) >= 2048 else { throw KeyError("RSA key shorter than 2048 bits") }
+            return .rs256
         default:
             throw KeyError("unsupported key type (need EC P-256 or RSA)")
         }
