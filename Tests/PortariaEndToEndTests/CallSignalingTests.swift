@@ -113,7 +113,7 @@ struct CallSignalingTests {
                                                   headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)])
             let attempts = (try detail.json()["attempts"] as? [[String: Any]]) ?? []
             let ending = attempts.last { $0["kind"] as? String == "call_ended" }
-            #expect((ending?["detail"] as? String)?.contains("serverShutdown") == true, "\(attempts)")
+            #expect((ending?["detail"] as? String)?.hasPrefix("server_shutdown") == true, "\(attempts)")
         } catch {
             await server.stop()
             throw error

@@ -262,11 +262,18 @@ package final class WebDriver: @unchecked Sendable {
         (try await command("GET", "/element/\(element)/text") as? String) ?? ""
     }
 
-    /// Waits for an element to exist and be displayed, then clicks it (a real pointer click).
+    /// Waits for an element to exist, be displayed, be enabled and be still, then clicks it
+    /// (a real pointer click). Still: the resident app refuses a tap on a list item that has
+    /// just moved under the finger (`data-settles-at`, decision 0057), as a person would
+    /// not tap what they have not seen yet.
     package func click(css selector: String, within timeout: Duration = .seconds(10)) async throws {
-        try await waitFor("a visible \(selector)", within: timeout) {
-            try await self.execute("const e = document.querySelector(arguments[0]); return !!e && e.offsetParent !== null && !e.disabled;",
-                                   [selector]) as? Bool == true
+        try await waitFor("a visible, still \(selector)", within: timeout) {
+            try await self.execute("""
+                const e = document.querySelector(arguments[0]);
+                if (!e || e.offsetParent === null || e.disabled) return false;
+                const moved = e.closest('[data-settles-at]');
+                return !moved || performance.now() >= Number(moved.dataset.settlesAt);
+                """, [selector]) as? Bool == true
         }
         // The page may redraw between finding and clicking: find it again then.
         for attempt in 1...3 {

@@ -284,6 +284,7 @@ async function load() {
     render("pending", pending.visits || [], seen);
     render("history", (history.visits || []).filter((visit) => !open.includes(visit)), seen);
     for (const item of document.querySelectorAll("li.visit")) if (!seen.has(item.dataset.id)) item.remove();
+    noteMoves();
   } catch (error) {
     if (sessionEnded(error)) return;
     showError("home-error", error.message);
@@ -315,6 +316,7 @@ function render(listID, visits, seen) {
 
 function fillVisit(item, visit) {
   item.replaceChildren();
+  item.dataset.redrawn = "1";
   item.dataset.status = visit.status;
   const name = document.createElement("p");
   name.className = "name";
@@ -349,14 +351,14 @@ function fillVisit(item, visit) {
     button.className = "button primary";
     button.dataset.action = "answer";
     button.textContent = "Atender";
-    button.addEventListener("click", () => answer(item, visit));
+    button.addEventListener("click", () => { if (takesTaps(item)) answer(item, visit); });
     row.append(button);
     item.append(row);
   }
   if (["ringing", "answered", "unanswered"].includes(visit.status)) {
     const row = document.createElement("div");
     row.className = "row";
-    row.append(...decisionButtons(visit, (action) => resolve(item, visit, action)));
+    row.append(...decisionButtons(visit, (action) => { if (takesTaps(item)) resolve(item, visit, action); }));
     item.append(row);
   }
   const details = document.createElement("button");
@@ -483,10 +485,64 @@ function showAction(record) {
     if (record.visit) {
       fillVisit(item, record.visit);
       item.dataset.signature = "";
+      noteMoves();
     }
     load();
   }
 }
+
+// MARK: taps on a list that moves
+
+/**
+ * A tap on a button that has just moved, appeared or been redrawn under the finger is not
+ * taken. The list moves while a resident looks at it: another resident's deny sends a
+ * visit from "Tocando agora" to the history, a new ring pushes everything down, a redrawn
+ * item loses its "Atender" row. A finger already on its way would then authorize the wrong
+ * visitor, or answer instead of deny. Such an item takes taps again SETTLE_MS later
+ * (longer than a reaction, well under a deliberate second tap), and a tap before that says
+ * why it did nothing. Decision 0057.
+ */
+const SETTLE_MS = 600;
+let listShown = false;
+
+/** Where an item sits on the page: a scroll is not a move. */
+function placeOf(item) {
+  const box = item.getBoundingClientRect();
+  return `${Math.round(box.left + window.scrollX)},${Math.round(box.top + window.scrollY)}`;
+}
+
+/** Stamps the items that moved, appeared or were redrawn since the last look. */
+function noteMoves() {
+  const now = performance.now();
+  let shown = false;
+  for (const item of document.querySelectorAll("li.visit")) {
+    if (item.offsetParent === null) continue; // on a hidden view: looked at when it shows again
+    shown = true;
+    const place = placeOf(item);
+    if (item.dataset.place === place && item.dataset.redrawn !== "1") continue;
+    // The first list a resident sees moved under no finger.
+    if (listShown) item.dataset.settlesAt = String(now + SETTLE_MS);
+    item.dataset.place = place;
+    delete item.dataset.redrawn;
+  }
+  if (shown) listShown = true;
+}
+
+/** Whether `item` takes a tap now; if not, its message says why. */
+function takesTaps(item) {
+  noteMoves(); // a move nobody looked at yet counts as just now
+  if (performance.now() >= Number(item.dataset.settlesAt || 0)) return true;
+  const message = item.querySelector(".message");
+  if (message) {
+    message.classList.remove("ok");
+    message.textContent = text.LIST_MOVED;
+  }
+  return false;
+}
+
+// Anything that changes the home view's size (a visit added or redrawn, an error line)
+// may have moved the items: look right away rather than at the next tap.
+if (typeof ResizeObserver === "function") new ResizeObserver(() => noteMoves()).observe($("view-home"));
 
 // MARK: video call
 

@@ -22,6 +22,9 @@ export function firstName(name) {
   return (name || "").trim().split(/\s+/)[0] || "Alguém";
 }
 
+/** A tap on a visit that had just moved under the finger (Web/app/app.js `takesTaps`). */
+export const LIST_MOVED = "A lista acabou de mudar. Confira a visita e toque de novo.";
+
 export const ACTION_TITLES = { authorize: "Autorizar", deny: "Negar", leave_at_concierge: "Deixar na portaria" };
 const INFINITIVES = { authorize: "autorizar", deny: "negar", leave_at_concierge: "deixar na portaria" };
 

@@ -532,8 +532,9 @@ private final class FeedState {
                 try VisitStore.insertAttempt(db, visitID: visitID, kind: .callConnected, channel: "call", at: at)
             }
         case .ended(let visitID, let reason, let endedBy, let wasConnected):
-            var detail = "\(reason)"
-            if let endedBy { detail += " by \(endedBy)" }
+            // The reason as `call.ended` spells it (`server_shutdown`), never the Swift case name.
+            var detail = reason.rawValue
+            if let endedBy { detail += " by \(endedBy.rawValue)" }
             if wasConnected, let length = record.connectedFor { detail += " after \(length.components.seconds)s" }
             guard let visitID = VisitID(rawValue: visitID) else { return }
             let text = detail

@@ -3,7 +3,8 @@ import Testing
 
 /// The minimal resident web client (`Web/app/`) in headless Chromium against the real
 /// `portaria serve --demo`: log in, see the visits, resolve with one tap, and the
-/// "Maria já autorizou" answer when someone else was first.
+/// "Maria já autorizou" answer when someone else was first, and no tap on a visit that
+/// has just moved under the finger.
 @Suite("Resident web client in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
 struct ResidentAppBrowserTests {
     /// Rings A-101 from the demo gate as `name`; returns the visit id.
@@ -24,7 +25,7 @@ struct ResidentAppBrowserTests {
         return (try #require((body["visit"] as? [String: Any])?["id"] as? String), try #require(body["visitor_token"] as? String))
     }
 
-    @Test("Maria logs in, authorizes with one tap, and sees who was first on a visit João denied")
+    @Test("Maria logs in, authorizes with one tap, sees who was first on a visit João denied, and a tap as the list moves does nothing")
     func loginResolveAndAlreadyResolved() async throws {
         try await TestServer.with(["--demo"]) { server in
             let first = try await ring(server, name: "Visitante Um")
@@ -57,20 +58,36 @@ struct ResidentAppBrowserTests {
                 // João denies the second one from his phone while Maria's screen has not
                 // caught up yet (held still here, as if she were offline for a moment).
                 try await browser.execute("document.querySelector(arguments[0]).dataset.busy = '1'", ["li.visit[data-id='\(second)']"])
+                // Maria's finger is on its way to "Autorizar": it lands the instant the list
+                // moves the item (from "Tocando agora" to the history, where another item's
+                // "Atender" was). That tap must do nothing, and say why (decision 0057).
+                try await browser.execute("""
+                    const id = arguments[0];
+                    new MutationObserver((records, observer) => {
+                      const item = document.querySelector(`#history li.visit[data-id="${id}"]`);
+                      const button = item && item.querySelector('button[data-action=authorize]');
+                      if (!button) return;
+                      observer.disconnect();
+                      const early = Number(item.dataset.settlesAt || 0) - performance.now();
+                      button.click();
+                      window.tapAfterMove = { early, disabled: button.disabled, message: item.querySelector('.message').textContent };
+                    }).observe(document.getElementById('history'), { childList: true });
+                    """, [second])
                 let joao = try await RealtimeTests.login(server, "joao")
                 let denied = try await server.request("POST", "/v1/visits/\(second)/resolve", headers: [
                     ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
                     ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
                 ], body: Array(#"{"action":"deny"}"#.utf8))
                 #expect(denied.status == 200, "\(denied.text)")
-                // The deny reaches Maria's page over the realtime feed and the list moves the
-                // (held, so not redrawn) item from "Tocando agora" to the history. Tapping
-                // while it moves could land on whatever slides under the pointer (seen once:
-                // Atender, which opened the call panel), so the tap waits for the move.
-                try await browser.waitFor("the held item to move to the history") {
-                    try await browser.execute("return document.querySelector(arguments[0]) !== null",
-                                              ["#history li.visit[data-id='\(second)'] button[data-action=authorize]"]) as? Bool == true
+                var tap: [String: Any] = [:]
+                try await browser.waitFor("the tap that lands as the item moves to the history") {
+                    tap = try await browser.execute("return window.tapAfterMove || null") as? [String: Any] ?? [:]
+                    return !tap.isEmpty
                 }
+                #expect((tap["early"] as? Double ?? 0) > 0, "the tap came after the item settled: \(tap)")
+                #expect(tap["message"] as? String == "A lista acabou de mudar. Confira a visita e toque de novo.", "\(tap)")
+                #expect(tap["disabled"] as? Bool == false, "the tap started a resolve: \(tap)")
+                // A deliberate tap once the item is still is taken (click waits for still).
                 try await browser.click(css: "li.visit[data-id='\(second)'] button[data-action=authorize]")
                 let message = try await browser.waitForText("li.visit[data-id='\(second)'] .message", containing: "já negou")
                 #expect(message.hasPrefix("João já negou às "), "\(message)")
