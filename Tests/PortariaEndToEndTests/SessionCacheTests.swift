@@ -122,7 +122,7 @@ struct SessionCacheTests {
             let before = b.log.components(separatedBy: "postgres listener: reconnecting").count
             _ = try SecurityPostgres.query(database.url, """
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                WHERE datname = current_database() AND application_name = 'portaria-listener'
+                WHERE datname = current_database() AND application_name LIKE 'portaria/%/listener'
                 """)
             let noticed = await eventually(within: .seconds(30)) {
                 b.log.components(separatedBy: "postgres listener: reconnecting").count > before
@@ -151,7 +151,7 @@ struct SessionCacheTests {
         let listening = await eventually(within: .seconds(60)) {
             let found = (try? SecurityPostgres.query(url, """
                 SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND application_name = 'portaria-listener' AND state = 'idle'
+                WHERE datname = current_database() AND application_name LIKE 'portaria/%/listener' AND state = 'idle'
                 """)) ?? ""
             return Int(found.trimmingCharacters(in: .whitespacesAndNewlines)) == count
         }

@@ -51,7 +51,7 @@ public final class Application: Sendable {
         let sms = Self.smsSender(configuration, log: log)
         let sessionCache = try Authenticator.sessionCache(for: database, entries: configuration.sessionCacheEntries)
         let authenticator = Authenticator(database: database, jwt: secrets.jwt, sessionCache: sessionCache)
-        let push = try await PushDelivery(configuration, database: database, log: log)
+        let push = try await PushDelivery(configuration, database: database, instance: storage.instance, log: log)
         vapidPublicKey = push.vapid.publicKey
         pushWorker = push.worker
         webSockets = Self.webSocketHub(log: log)
@@ -68,7 +68,7 @@ public final class Application: Sendable {
                                    feed.endSession(sessionID)
                                })
         listener = Self.postgresListener(configuration, database: database, feed: feed, pushWorker: push.worker,
-                                         sessionCache: sessionCache, log: log)
+                                         sessionCache: sessionCache, instance: storage.instance, log: log)
         // Ring and cancel jobs were written with the events; deliver them now rather than
         // at the worker's next poll.
         let pushWake = BusRelay(bus: visits.bus) { [worker = push.worker] event in
@@ -100,6 +100,9 @@ public final class Application: Sendable {
     struct OpenedDatabase: Sendable {
         let database: any SQLDatabase
         let lock: DatabaseFileLock?
+        /// PostgreSQL: the name every connection of this process carries, unless the URL
+        /// sets its own `application_name` (decision 0058).
+        let instance: InstanceName?
 
         init(_ configuration: ServerConfiguration, log: Log) async throws {
             if configuration.databaseURL.hasPrefix("sqlite://") {
@@ -108,7 +111,10 @@ public final class Application: Sendable {
                 lock = nil
             }
             try PrivateDirectory.prepare(configuration.dataDirectory)
-            database = try await DatabaseFactory.open(url: configuration.databaseURL)
+            let name = InstanceName()
+            let namedURL = name.naming(configuration.databaseURL)
+            instance = namedURL == nil ? nil : name
+            database = try await DatabaseFactory.open(url: namedURL ?? configuration.databaseURL)
             let applied = try await Migrator().migrate(database)
             if !applied.isEmpty { log.info("migrations applied", ["versions": .array(applied.map { .number(Double($0)) })]) }
             if configuration.seedDemo { try await DemoData.seedIfEmpty(database, log: log) }
@@ -136,7 +142,7 @@ public final class Application: Sendable {
         let shutdownProviders: @Sendable () -> Void
         let worker: PushWorker
 
-        init(_ configuration: ServerConfiguration, database: any SQLDatabase, log: Log) async throws {
+        init(_ configuration: ServerConfiguration, database: any SQLDatabase, instance: InstanceName?, log: Log) async throws {
             vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
                                              secretsKeyFile: configuration.secretsKeyFile, subject: configuration.vapidSubject)
             let webPush = try WebPushProvider(vapid: vapid, hosts: configuration.webPushHosts, caFile: configuration.caFile, log: log)
@@ -150,7 +156,9 @@ public final class Application: Sendable {
             workerConfiguration.lease = configuration.pushLease
             if database.dialect.isSharedByInstances { workerConfiguration.pollInterval = PushWorker.Configuration.notifiedPollInterval }
             if let poll = configuration.pushPollInterval { workerConfiguration.pollInterval = poll }
+            // Leases under the connections' name, so other instances can tell when this one is gone.
             worker = PushWorker(database: database, providers: providers, configuration: workerConfiguration,
+                                instanceID: instance?.rawValue ?? UUID().uuidString.lowercased(),
                                 sink: VisitTimelinePushSink(), log: log)
         }
     }
@@ -200,10 +208,12 @@ public final class Application: Sendable {
     /// auth changes reach the session cache, which waits on the listener's barrier and is
     /// off while its connection is down (decision 0043). Nil on SQLite (one instance).
     static func postgresListener(_ configuration: ServerConfiguration, database: any SQLDatabase, feed: RealtimeFeed,
-                                 pushWorker worker: PushWorker, sessionCache: SessionCache, log: Log) -> PostgresListener? {
+                                 pushWorker worker: PushWorker, sessionCache: SessionCache, instance: InstanceName?,
+                                 log: Log) -> PostgresListener? {
         guard database.dialect.isSharedByInstances else { return nil }
         let channels: [NotificationChannel] = [.events, .calls, .push, .auth]
-        let listener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue), log: log) { notification in
+        let listener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue),
+                                        applicationName: instance?.listenerName ?? "portaria-listener", log: log) { notification in
             switch notification {
             case .payload(NotificationChannel.auth.rawValue, let change): sessionCache.apply(notification: change)
             case .payload(NotificationChannel.events.rawValue, let companyID): feed.poke(companyID: companyID)

@@ -141,6 +141,72 @@ struct CrashRecoveryTests {
         _ = await waitForExit(server, within: .seconds(10))
     }
 
+    @Test("PostgreSQL: the instance that claimed a ring in its gate POST is killed on the wire; the other instance sends it within seconds, not a lease later (decision 0058)",
+          .enabled(if: available && TestPostgres.isConfigured))
+    func killMinus9OneOfTwoInstances() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let voip = hexToken()
+        // The first answer takes 30 s: instance A is killed while the ring is on the wire.
+        let fake = try FakeServer("fake_apns", arguments: [
+            "--cert", pki.serverCert, "--key", pki.serverKey, "--public-key", pki.apnsPublicKey,
+            "--key-id", APNsFixture.keyID, "--team-id", APNsFixture.teamID, "--bundle", APNsFixture.bundle,
+        ], script: [voip: [.object(["status": 200, "delay": 30])]], directory: pki.directory)
+        defer { fake.stop() }
+        try await StorageFixture.with(.postgres) { fixture in
+            let database = fixture.database
+            // A lease far longer than the test: only the dead instance's vanished
+            // connections can free the job in time.
+            let arguments = ["--demo", "--port", "0", "--database", fixture.url, "--push-lease-seconds", "600",
+                             "--apns-key-file", pki.apnsKey, "--apns-key-id", APNsFixture.keyID, "--apns-team-id", APNsFixture.teamID,
+                             "--apns-topic", APNsFixture.bundle, "--apns-endpoint", fake.url, "--ca-file", pki.caFile]
+            let logA = pki.directory + "/serve-a.log", logB = pki.directory + "/serve-b.log"
+            let a = try Self.serve(arguments, log: logA)
+            defer { if a.isRunning { kill(a.processIdentifier, SIGKILL) } }
+            let portA = try await Self.listeningPort(log: logA)
+            let b = try Self.serve(arguments, log: logB)
+            defer { if b.isRunning { kill(b.processIdentifier, SIGKILL) } }
+            _ = try await Self.listeningPort(log: logB)
+            let maria = try await Self.waitForUser("maria", database)
+            _ = try await DeviceStore(database: database).register(userID: maria, DeviceRegistration(
+                installationID: "handoff-pg-1", platform: "ios", pushToken: hexToken(), voipToken: voip))
+            let unit = try await database.read { db in try db.queryOne("SELECT id FROM units WHERE label = 'A-101'", [])?.string("id") }
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(portA)/v1/gates/demo-gate/visits")!)
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(#"{"unit_id":"\#(try #require(unit))","kind":"visit","visitor_name":"Pedro Visitante"}"#.utf8)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 201)
+
+            // A claimed the ring in the gate POST (attempt 1) and it is on the wire: kill -9.
+            let pushID = try await database.read { db in
+                try db.queryOne("SELECT id FROM push_jobs WHERE token = ?", .text(voip))?.string("id")
+            }
+            let id = try #require(pushID)
+            try await Self.until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == id } }
+            let owner = try await database.read { db in try db.queryOne("SELECT lease_owner, attempts FROM push_jobs WHERE id = ?", .text(id)) }
+            let ownerA = try #require(try owner?.string("lease_owner"))
+            #expect(ownerA.hasPrefix(InstanceName.prefix), "leased under the name its connections carry: \(ownerA)")
+            #expect(try owner?.int("attempts") == 1)
+            let killedAt = ContinuousClock.now
+            kill(a.processIdentifier, SIGKILL)
+            _ = await waitForExit(a, within: .seconds(10))
+
+            // B sends it again (attempt 2) long before the 600 s lease would have let it.
+            let rows = try await waitForJobs(database, [id], timeout: 30)
+            let waited = ContinuousClock.now - killedAt
+            #expect(try rows[id]?.string("status") == "sent")
+            #expect(try rows[id]?.int("attempts") == 2, "sent again by the other instance")
+            let second = try await database.read { db in
+                try db.queryOne("SELECT instance FROM push_attempts WHERE push_id = ? AND attempt = 2", .text(id))?.string("instance")
+            }
+            #expect(second != nil && second != ownerA, "attempt 2 by B: \(second ?? "none")")
+            print("PostgreSQL: a dead instance's ring went out again \(waited) after kill -9 (lease 600 s)")
+            kill(b.processIdentifier, SIGTERM)
+            _ = await waitForExit(b, within: .seconds(10))
+        }
+    }
+
     /// The port of the last `{"msg":"listening","port":N}` line in the server's log.
     static func listeningPort(log: String) async throws -> Int {
         var port: Int?

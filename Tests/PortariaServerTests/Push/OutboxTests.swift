@@ -59,6 +59,56 @@ struct OutboxTests {
         }
     }
 
+    @Test("PostgreSQL: a job leased by an instance whose connections are all gone is released at once; a live neighbour's (seen only through its listener), an unnamed owner's and our own are not (decision 0058)",
+          .enabled(if: TestPostgres.isConfigured))
+    func orphanedLeases() async throws {
+        try await PushFixture.with(.postgres) { fixture in
+            try await fixture.register("maria")
+            let maria = try await fixture.userID("maria")
+            var jobs: [String] = []
+            for _ in 0..<4 {
+                jobs += try await fixture.enqueue(PushRequest(userID: maria, kind: .delivery, message: ringMessage(),
+                                                              deadline: Date().addingTimeInterval(600))).map(\.pushID)
+            }
+            // Two more instances on the same database, as `portaria serve` names them; one dies.
+            // The live one shows only its listener, as behind a transaction-pooling PgBouncer.
+            let live = InstanceName(), gone = InstanceName(), me = InstanceName()
+            let url = fixture.auth.storage.url
+            let neighbour = try await DatabaseFactory.open(url: url + (url.contains("?") ? "&" : "?") + "application_name=" + live.listenerName)
+            let dying = try await DatabaseFactory.open(url: try #require(gone.naming(url)))
+            #expect(try await dying.read { db in try db.queryOne("SELECT current_setting('application_name') AS name", [])?.string("name") } == gone.rawValue)
+            let at = Date()
+            let leaseUntil = at.addingTimeInterval(600)
+            let owners = [gone.rawValue, live.rawValue, "3f0c-unnamed-older-instance", me.rawValue]
+            for (job, owner) in zip(jobs, owners) {
+                _ = try await fixture.database.write { db in
+                    try PushOutbox.claim(db, owner: owner, leaseUntil: leaseUntil, at: at, limit: 1, ids: [job])
+                }
+            }
+            // While every instance lives, nothing is released.
+            #expect(try await fixture.database.write { db in try PushOutbox.releaseOrphanedLeases(db, except: me.rawValue, at: at) } == 0)
+            await dying.close()
+            // Its backends end as its sockets close (at once, but not synchronously with close()).
+            var released = 0
+            let deadline = Date().addingTimeInterval(10)
+            while released == 0 && Date() < deadline {
+                released = try await fixture.database.write { db in try PushOutbox.releaseOrphanedLeases(db, except: me.rawValue, at: at) }
+                if released == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(released == 1)
+            let rows = try await fixture.database.read { db in try db.query("SELECT id, lease_until FROM push_jobs", []) }
+            let leases = Dictionary(uniqueKeysWithValues: try rows.map { (try $0.required.string("id"), try $0.date("lease_until")) })
+            #expect(leases[jobs[0]] == SQLValue.storedPrecision(at), "the dead instance's job is due now")
+            for job in jobs.dropFirst() { #expect(leases[job] == SQLValue.storedPrecision(leaseUntil), "\(job) keeps its lease") }
+            // And any worker claims it again (attempt 2).
+            let worker = PushWorker(database: fixture.database, providers: CountingProvider().providers,
+                                    configuration: testWorkerConfiguration(), instanceID: me.rawValue)
+            let reclaimed = try await worker.claim(limit: 10)
+            #expect(reclaimed.map(\.push.pushID) == [jobs[0]] && reclaimed.first?.attempt == 2)
+            await neighbour.close()
+        }
+    }
+
     @Test("two instances on one database: every job sent exactly once", arguments: backends)
     func twoInstances(backend: Backend) async throws {
         try await PushFixture.with(backend) { fixture in

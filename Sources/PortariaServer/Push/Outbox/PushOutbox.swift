@@ -247,6 +247,23 @@ extension PushOutbox {
                               [.date(at), .date(at)] + kept.map(SQLValue.text))
     }
 
+    /// PostgreSQL: ends the leases of jobs left `sending` by instances that are gone — those
+    /// leased under an `InstanceName` that no backend carries any more, neither a pool
+    /// connection (`portaria/<uuid>`) nor the listener (`portaria/<uuid>/listener`),
+    /// decision 0058 — so they are claimed again now instead of when their lease runs out.
+    /// `self` is never judged; nor is an owner without the name's prefix (an older version,
+    /// or a URL with its own `application_name`). `NOT IN` is false whenever a name is
+    /// unreadable (NULL), so a role that cannot see the others' names releases nothing.
+    /// SQLite: nothing to do (`releaseLeases(keeping:)` at start covers it).
+    static func releaseOrphanedLeases(_ db: any SQLConnection, except owner: String, at: Date) throws -> Int {
+        guard db.dialect.isSharedByInstances else { return 0 }
+        return try db.execute("""
+            UPDATE push_jobs SET lease_until = ?
+            WHERE status = 'sending' AND lease_until > ? AND lease_owner <> ? AND lease_owner LIKE ?
+              AND lease_owner NOT IN (SELECT ? || split_part(application_name, '/', 2) FROM pg_stat_activity)
+            """, [.date(at), .date(at), .text(owner), .text(InstanceName.prefix + "%"), .text(InstanceName.prefix)])
+    }
+
     /// Makes the given pending jobs due now (`push-test` sends at once).
     static func makeDue(_ db: any SQLConnection, ids: [String], at: Date) throws {
         guard !ids.isEmpty else { return }

@@ -141,6 +141,25 @@ public final class PushWorker: Sendable {
         }
     }
 
+    /// How often, at most, a worker on PostgreSQL looks for jobs of instances that are gone
+    /// (a wake-up per gate POST anywhere must not mean a query per gate POST).
+    static let orphanCheckInterval: Duration = .seconds(1)
+
+    /// PostgreSQL: jobs left `sending` by an instance that is gone go out now, not a lease
+    /// later (decision 0058). Only a worker leasing under an `InstanceName` looks: its own
+    /// connections carry that name, so it can tell a live neighbour's jobs from a dead one's.
+    private func releaseOrphanedLeases() async {
+        guard database.dialect.isSharedByInstances, instanceID.hasPrefix(InstanceName.prefix) else { return }
+        let owner = instanceID
+        let at = now()
+        do {
+            let released = try await database.write { db in try PushOutbox.releaseOrphanedLeases(db, except: owner, at: at) }
+            if released > 0 { log.info("released push leases of an instance that is gone", ["count": .number(Double(released))]) }
+        } catch {
+            log.error("releasing push leases failed", ["error": .string("\(error)")])
+        }
+    }
+
     /// Whether jobs may be handed to this worker (it runs and is not stopping).
     var acceptsHandOff: Bool { loop.current != nil && !stopping.current }
 
@@ -202,7 +221,12 @@ public final class PushWorker: Sendable {
     }
 
     private func run() async {
+        var orphansLookedAt = ContinuousClock.now - Self.orphanCheckInterval
         while !stopping.current {
+            if ContinuousClock.now - orphansLookedAt >= Self.orphanCheckInterval {
+                orphansLookedAt = ContinuousClock.now
+                await releaseOrphanedLeases()
+            }
             let free = configuration.concurrency - inFlight.current
             var claimed: [ClaimedJob] = []
             if free > 0 {

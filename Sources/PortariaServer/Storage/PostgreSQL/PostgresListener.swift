@@ -51,7 +51,8 @@ public final class PostgresListener: @unchecked Sendable {
         case reconnected
     }
 
-    public init(url: String, channels: [String], log: Log = .shared, onNotification: @escaping @Sendable (Notification) -> Void) {
+    public init(url: String, channels: [String], applicationName: String = "portaria-listener", log: Log = .shared,
+                onNotification: @escaping @Sendable (Notification) -> Void) {
         precondition(!channels.isEmpty && channels.allSatisfy { channel in
             channel.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
         }, "channels must be identifiers")
@@ -62,7 +63,7 @@ public final class PostgresListener: @unchecked Sendable {
             listenURL += "&keepalives=1&keepalives_idle=30&keepalives_interval=10&keepalives_count=3"
         }
         // Named, so an operator (and the tests) can tell it in pg_stat_activity.
-        if !listenURL.contains("application_name=") { listenURL += "&application_name=portaria-listener" }
+        if !listenURL.contains("application_name=") { listenURL += "&application_name=" + applicationName }
         conninfo = listenURL
         self.channels = channels
         self.onNotify = onNotification
