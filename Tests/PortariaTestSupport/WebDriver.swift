@@ -265,24 +265,35 @@ package final class WebDriver: @unchecked Sendable {
     /// Waits for an element to exist, be displayed, be enabled and be still, then clicks it
     /// (a real pointer click). Still: the resident app refuses a tap on a list item that has
     /// just moved under the finger (`data-settles-at`, decision 0057), as a person would
-    /// not tap what they have not seen yet.
+    /// not tap what they have not seen yet. A list that moves between the wait and the
+    /// click gets the tap refused (`data-tap-refused`): then it waits and taps again, as a
+    /// person who read "A lista acabou de mudar" would.
     package func click(css selector: String, within timeout: Duration = .seconds(10)) async throws {
-        try await waitFor("a visible, still \(selector)", within: timeout) {
-            try await self.execute("""
-                const e = document.querySelector(arguments[0]);
-                if (!e || e.offsetParent === null || e.disabled) return false;
-                const moved = e.closest('[data-settles-at]');
-                return !moved || performance.now() >= Number(moved.dataset.settlesAt);
-                """, [selector]) as? Bool == true
-        }
-        // The page may redraw between finding and clicking: find it again then.
-        for attempt in 1...3 {
-            do {
-                try await click(try await find(css: selector))
-                return
-            } catch let error as WebDriverError where error.error == "stale element reference" && attempt < 3 {
-                continue
+        for tap in 1...3 {
+            try await waitFor("a visible, still \(selector)", within: timeout) {
+                try await self.execute("""
+                    const e = document.querySelector(arguments[0]);
+                    if (!e || e.offsetParent === null || e.disabled) return false;
+                    const moved = e.closest('[data-settles-at]');
+                    if (moved) delete moved.dataset.tapRefused;
+                    return !moved || performance.now() >= Number(moved.dataset.settlesAt);
+                    """, [selector]) as? Bool == true
             }
+            // The page may redraw between finding and clicking: find it again then.
+            for attempt in 1...3 {
+                do {
+                    try await click(try await find(css: selector))
+                    break
+                } catch let error as WebDriverError where error.error == "stale element reference" && attempt < 3 {
+                    continue
+                }
+            }
+            let refused = try await execute("""
+                const e = document.querySelector(arguments[0]);
+                const item = e && e.closest('[data-settles-at]');
+                return !!item && item.dataset.tapRefused === '1';
+                """, [selector]) as? Bool == true
+            if !refused || tap == 3 { return }
         }
     }
 

@@ -239,6 +239,7 @@ async function logout(message, { keepQueue = false } = {}) {
   $("call").hidden = true;
   stopLive();
   lastSeq = null;
+  listShown = false;
   const ending = session;
   session = null;
   if (ending && !keepQueue) {
@@ -285,6 +286,9 @@ async function load() {
     render("history", (history.visits || []).filter((visit) => !open.includes(visit)), seen);
     for (const item of document.querySelectorAll("li.visit")) if (!seen.has(item.dataset.id)) item.remove();
     noteMoves();
+    // From now on an item that appears does so where something else was (or the buttons
+    // above the list were): the first ring into an empty list moves them down.
+    if (!$("view-home").hidden) listShown = true;
   } catch (error) {
     if (sessionEnded(error)) return;
     showError("home-error", error.message);
@@ -505,33 +509,40 @@ function showAction(record) {
 const SETTLE_MS = 600;
 let listShown = false;
 
-/** Where an item sits on the page: a scroll is not a move. */
+/**
+ * Where an item and its buttons sit on the page: a scroll is not a move, but a change
+ * above the buttons inside the item (a voice player replacing its button, a photo that
+ * failed) is.
+ */
 function placeOf(item) {
   const box = item.getBoundingClientRect();
-  return `${Math.round(box.left + window.scrollX)},${Math.round(box.top + window.scrollY)}`;
+  const row = item.querySelector(".row");
+  const buttons = row ? Math.round(row.getBoundingClientRect().top - box.top) : -1;
+  return `${Math.round(box.left + window.scrollX)},${Math.round(box.top + window.scrollY)},${buttons}`;
 }
 
 /** Stamps the items that moved, appeared or were redrawn since the last look. */
 function noteMoves() {
   const now = performance.now();
-  let shown = false;
   for (const item of document.querySelectorAll("li.visit")) {
     if (item.offsetParent === null) continue; // on a hidden view: looked at when it shows again
-    shown = true;
     const place = placeOf(item);
     if (item.dataset.place === place && item.dataset.redrawn !== "1") continue;
-    // The first list a resident sees moved under no finger.
+    // The first list a resident sees after logging in moved under no finger.
     if (listShown) item.dataset.settlesAt = String(now + SETTLE_MS);
     item.dataset.place = place;
     delete item.dataset.redrawn;
   }
-  if (shown) listShown = true;
 }
 
 /** Whether `item` takes a tap now; if not, its message says why. */
 function takesTaps(item) {
   noteMoves(); // a move nobody looked at yet counts as just now
-  if (performance.now() >= Number(item.dataset.settlesAt || 0)) return true;
+  if (performance.now() >= Number(item.dataset.settlesAt || 0)) {
+    delete item.dataset.tapRefused;
+    return true;
+  }
+  item.dataset.tapRefused = "1"; // for the browser tests' driver, which then taps again
   const message = item.querySelector(".message");
   if (message) {
     message.classList.remove("ok");

@@ -59,7 +59,7 @@ struct OutboxTests {
         }
     }
 
-    @Test("PostgreSQL: a job leased by an instance whose connections are all gone is released at once; a live neighbour's (seen only through its listener), an unnamed owner's and our own are not (decision 0058)",
+    @Test("PostgreSQL: a job leased by an instance whose connections are all gone is found gone and released; a live neighbour's (seen only through its listener), an unnamed owner's and our own are not (decision 0058)",
           .enabled(if: TestPostgres.isConfigured))
     func orphanedLeases() async throws {
         try await PushFixture.with(.postgres) { fixture in
@@ -72,28 +72,35 @@ struct OutboxTests {
             }
             // Two more instances on the same database, as `portaria serve` names them; one dies.
             // The live one shows only its listener, as behind a transaction-pooling PgBouncer.
-            let live = InstanceName(), gone = InstanceName(), me = InstanceName()
+            let live = InstanceName(), dead = InstanceName(), me = InstanceName()
             let url = fixture.auth.storage.url
             let neighbour = try await DatabaseFactory.open(url: url + (url.contains("?") ? "&" : "?") + "application_name=" + live.listenerName)
-            let dying = try await DatabaseFactory.open(url: try #require(gone.naming(url)))
-            #expect(try await dying.read { db in try db.queryOne("SELECT current_setting('application_name') AS name", [])?.string("name") } == gone.rawValue)
+            let dying = try await DatabaseFactory.open(url: try #require(dead.naming(url)))
+            #expect(try await dying.read { db in try db.queryOne("SELECT current_setting('application_name') AS name", [])?.string("name") } == dead.rawValue)
             let at = Date()
             let leaseUntil = at.addingTimeInterval(600)
-            let owners = [gone.rawValue, live.rawValue, "3f0c-unnamed-older-instance", me.rawValue]
+            let owners = [dead.rawValue, live.rawValue, "3f0c-unnamed-older-instance", me.rawValue]
             for (job, owner) in zip(jobs, owners) {
                 _ = try await fixture.database.write { db in
                     try PushOutbox.claim(db, owner: owner, leaseUntil: leaseUntil, at: at, limit: 1, ids: [job])
                 }
             }
-            // While every instance lives, nothing is released.
-            #expect(try await fixture.database.write { db in try PushOutbox.releaseOrphanedLeases(db, except: me.rawValue, at: at) } == 0)
+            // While every instance lives, none is gone and nothing is released.
+            #expect(try await fixture.database.read { db in try PushOutbox.instancesGone(db, except: me.rawValue, at: at) }.isEmpty)
+            #expect(try await fixture.database.write { db in
+                try PushOutbox.releaseLeases(db, ofGone: [live.rawValue], at: at)
+            } == 0, "a live instance's jobs are never released, even when named")
             await dying.close()
             // Its backends end as its sockets close (at once, but not synchronously with close()).
-            var released = 0
+            var gone: Set<String> = []
             let deadline = Date().addingTimeInterval(10)
-            while released == 0 && Date() < deadline {
-                released = try await fixture.database.write { db in try PushOutbox.releaseOrphanedLeases(db, except: me.rawValue, at: at) }
-                if released == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            while gone.isEmpty && Date() < deadline {
+                gone = try await fixture.database.read { db in try PushOutbox.instancesGone(db, except: me.rawValue, at: at) }
+                if gone.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(gone == [dead.rawValue])
+            let released = try await fixture.database.write { db in
+                try PushOutbox.releaseLeases(db, ofGone: [dead.rawValue, live.rawValue], at: at)
             }
             #expect(released == 1)
             let rows = try await fixture.database.read { db in try db.query("SELECT id, lease_until FROM push_jobs", []) }
@@ -107,6 +114,21 @@ struct OutboxTests {
             #expect(reclaimed.map(\.push.pushID) == [jobs[0]] && reclaimed.first?.attempt == 2)
             await neighbour.close()
         }
+    }
+
+    @Test("an instance is taken for gone only once it stays unseen for the grace period; seen again, it starts over")
+    func goneInstancesGrace() {
+        var gone = GoneInstances(grace: .seconds(5))
+        let start = ContinuousClock.now
+        #expect(gone.observe(["a", "b"], at: start).isEmpty)
+        #expect(gone.observe(["a", "b"], at: start + .seconds(4)).isEmpty)
+        // b reconnects (a database restart it lived through), a does not.
+        #expect(gone.observe(["a"], at: start + .seconds(4.5)).isEmpty)
+        #expect(gone.observe(["a"], at: start + .seconds(5)) == ["a"])
+        // b loses its connections again: its clock starts over.
+        #expect(gone.observe(["a", "b"], at: start + .seconds(6)) == ["a"])
+        #expect(gone.observe(["a", "b"], at: start + .seconds(11)) == ["a", "b"])
+        #expect(gone.observe([], at: start + .seconds(12)).isEmpty && gone.unseenSince.isEmpty)
     }
 
     @Test("two instances on one database: every job sent exactly once", arguments: backends)

@@ -247,22 +247,42 @@ extension PushOutbox {
                               [.date(at), .date(at)] + kept.map(SQLValue.text))
     }
 
-    /// PostgreSQL: ends the leases of jobs left `sending` by instances that are gone — those
-    /// leased under an `InstanceName` that no backend carries any more, neither a pool
-    /// connection (`portaria/<uuid>`) nor the listener (`portaria/<uuid>/listener`),
-    /// decision 0058 — so they are claimed again now instead of when their lease runs out.
-    /// `self` is never judged; nor is an owner without the name's prefix (an older version,
-    /// or a URL with its own `application_name`). `NOT IN` is false whenever a name is
-    /// unreadable (NULL), so a role that cannot see the others' names releases nothing.
-    /// SQLite: nothing to do (`releaseLeases(keeping:)` at start covers it).
-    static func releaseOrphanedLeases(_ db: any SQLConnection, except owner: String, at: Date) throws -> Int {
-        guard db.dialect.isSharedByInstances else { return 0 }
+    /// PostgreSQL: the owners of live leases that no backend names any more — neither a
+    /// pool connection (`portaria/<uuid>`) nor the listener (`portaria/<uuid>/listener`,
+    /// nor either with a pooler's suffix): instances that are gone, or that lost every
+    /// connection at once (a database restart), which is why the worker waits for an owner
+    /// to stay gone (`GoneInstances`) before `releaseLeases(ofGone:)` (decision 0058).
+    /// `owner` (the caller) is never judged; nor is an owner without the `InstanceName`
+    /// prefix (an older version, or a URL with its own `application_name`).
+    /// SQLite: none (`releaseLeases(keeping:)` at start covers it).
+    static func instancesGone(_ db: any SQLConnection, except owner: String, at: Date) throws -> Set<String> {
+        guard db.dialect.isSharedByInstances else { return [] }
+        let rows = try db.query("""
+            SELECT DISTINCT lease_owner FROM push_jobs
+            WHERE status = 'sending' AND lease_until > ? AND lease_owner <> ? AND lease_owner LIKE ?
+              AND \(Self.noBackendNamesOwner)
+            """, [.date(at), .text(owner), .text(InstanceName.prefix + "%")])
+        return Set(try rows.compactMap { try $0.string("lease_owner") })
+    }
+
+    /// Ends the leases of `owners`' jobs, each owner checked gone once more in the same
+    /// statement, so they are claimed again now instead of when their lease runs out.
+    static func releaseLeases(_ db: any SQLConnection, ofGone owners: [String], at: Date) throws -> Int {
+        guard db.dialect.isSharedByInstances, !owners.isEmpty else { return 0 }
         return try db.execute("""
             UPDATE push_jobs SET lease_until = ?
-            WHERE status = 'sending' AND lease_until > ? AND lease_owner <> ? AND lease_owner LIKE ?
-              AND lease_owner NOT IN (SELECT ? || split_part(application_name, '/', 2) FROM pg_stat_activity)
-            """, [.date(at), .date(at), .text(owner), .text(InstanceName.prefix + "%"), .text(InstanceName.prefix)])
+            WHERE status = 'sending' AND lease_until > ?
+              AND lease_owner IN (\(Array(repeating: "?", count: owners.count).joined(separator: ", ")))
+              AND \(Self.noBackendNamesOwner)
+            """, [.date(at), .date(at)] + owners.map(SQLValue.text))
     }
+
+    /// No backend's `application_name` starts with the job's owner (`portaria/<uuid>` is
+    /// the pool's name and the start of the listener's and of a pooler's suffixed one).
+    private static let noBackendNamesOwner = """
+        NOT EXISTS (SELECT 1 FROM pg_stat_activity AS backend
+                    WHERE left(backend.application_name, length(push_jobs.lease_owner)) = push_jobs.lease_owner)
+        """
 
     /// Makes the given pending jobs due now (`push-test` sends at once).
     static func makeDue(_ db: any SQLConnection, ids: [String], at: Date) throws {

@@ -145,16 +145,23 @@ public final class PushWorker: Sendable {
     /// (a wake-up per gate POST anywhere must not mean a query per gate POST).
     static let orphanCheckInterval: Duration = .seconds(1)
 
-    /// PostgreSQL: jobs left `sending` by an instance that is gone go out now, not a lease
-    /// later (decision 0058). Only a worker leasing under an `InstanceName` looks: its own
-    /// connections carry that name, so it can tell a live neighbour's jobs from a dead one's.
-    private func releaseOrphanedLeases() async {
+    /// PostgreSQL: jobs left `sending` by an instance that is gone — no connection has
+    /// carried its name for `GoneInstances.grace` — go out now, not a lease later (decision
+    /// 0058). Only a worker leasing under an `InstanceName` looks: its own connections
+    /// carry that name, so it takes part in the rule it applies to others.
+    private func releaseOrphanedLeases(_ gone: inout GoneInstances) async {
         guard database.dialect.isSharedByInstances, instanceID.hasPrefix(InstanceName.prefix) else { return }
         let owner = instanceID
         let at = now()
         do {
-            let released = try await database.write { db in try PushOutbox.releaseOrphanedLeases(db, except: owner, at: at) }
-            if released > 0 { log.info("released push leases of an instance that is gone", ["count": .number(Double(released))]) }
+            let missing = try await database.read { db in try PushOutbox.instancesGone(db, except: owner, at: at) }
+            let owners = gone.observe(missing, at: ContinuousClock.now)
+            guard !owners.isEmpty else { return }
+            let released = try await database.write { db in try PushOutbox.releaseLeases(db, ofGone: owners, at: at) }
+            if released > 0 {
+                log.info("released push leases of an instance that is gone",
+                         ["count": .number(Double(released)), "instances": .array(owners.map(JSONValue.string))])
+            }
         } catch {
             log.error("releasing push leases failed", ["error": .string("\(error)")])
         }
@@ -222,10 +229,11 @@ public final class PushWorker: Sendable {
 
     private func run() async {
         var orphansLookedAt = ContinuousClock.now - Self.orphanCheckInterval
+        var gone = GoneInstances()
         while !stopping.current {
             if ContinuousClock.now - orphansLookedAt >= Self.orphanCheckInterval {
                 orphansLookedAt = ContinuousClock.now
-                await releaseOrphanedLeases()
+                await releaseOrphanedLeases(&gone)
             }
             let free = configuration.concurrency - inFlight.current
             var claimed: [ClaimedJob] = []

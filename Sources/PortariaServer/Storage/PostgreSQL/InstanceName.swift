@@ -37,3 +37,24 @@ public struct InstanceName: Sendable, Equatable, CustomStringConvertible {
         return url + (url.contains("?") ? "&" : "?") + "application_name=" + rawValue
     }
 }
+
+/// Which instances have been seen without a connection, and since when. An instance is
+/// taken for gone only once it stays unseen for `grace`: a live instance loses every
+/// connection at once when the database restarts or fails over (its pool reconnects at its
+/// next query, its listener within a second), and its in-flight pushes must not be sent a
+/// second time meanwhile. A pure value, owned by the push worker's loop (decision 0058).
+struct GoneInstances: Sendable {
+    static let grace: Duration = .seconds(5)
+    private(set) var unseenSince: [String: ContinuousClock.Instant] = [:]
+    let grace: Duration
+
+    init(grace: Duration = Self.grace) { self.grace = grace }
+
+    /// Records that `unseen` are the owners no connection names at `now`; returns those
+    /// unseen for at least `grace`, sorted. An owner seen again starts over.
+    mutating func observe(_ unseen: Set<String>, at now: ContinuousClock.Instant) -> [String] {
+        unseenSince = unseenSince.filter { unseen.contains($0.key) }
+        for owner in unseen where unseenSince[owner] == nil { unseenSince[owner] = now }
+        return unseenSince.filter { now - $0.value >= grace }.map(\.key).sorted()
+    }
+}
