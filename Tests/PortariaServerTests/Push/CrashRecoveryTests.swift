@@ -93,10 +93,7 @@ struct CrashRecoveryTests {
         defer { pki.remove() }
         let voip = hexToken()
         // The first answer takes 30 s: the server is killed while the ring is on the wire.
-        let fake = try FakeServer("fake_apns", arguments: [
-            "--cert", pki.serverCert, "--key", pki.serverKey, "--public-key", pki.apnsPublicKey,
-            "--key-id", APNsFixture.keyID, "--team-id", APNsFixture.teamID, "--bundle", APNsFixture.bundle,
-        ], script: [voip: [.object(["status": 200, "delay": 30])]], directory: pki.directory)
+        let fake = try Self.apnsFake(pki, holdingFirstAnswerTo: voip, seconds: 30)
         defer { fake.stop() }
         let databaseURL = "sqlite://\(pki.directory)/handoff.db"
         let log = pki.directory + "/serve.log"
@@ -108,24 +105,9 @@ struct CrashRecoveryTests {
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let database = try await DatabaseFactory.open(url: databaseURL)
         defer { Task { await database.close() } }
-        let maria = try await Self.waitForUser("maria", database)
-        _ = try await DeviceStore(database: database).register(userID: maria, DeviceRegistration(
-            installationID: "handoff-1", platform: "ios", pushToken: hexToken(), voipToken: voip))
         let port = try await Self.listeningPort(log: log)
-        let unit = try await database.read { db in try db.queryOne("SELECT id FROM units WHERE label = 'A-101'", [])?.string("id") }
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/gates/demo-gate/visits")!)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(#"{"unit_id":"\#(try #require(unit))","kind":"visit","visitor_name":"Pedro Visitante"}"#.utf8)
-        let (_, response) = try await URLSession.shared.data(for: request)
-        #expect((response as? HTTPURLResponse)?.statusCode == 201)
-
         // The ring is on the wire: kill -9. It was claimed by the gate POST (attempt 1, sending).
-        let pushID = try await database.read { db in
-            try db.queryOne("SELECT id FROM push_jobs WHERE token = ?", .text(voip))?.string("id")
-        }
-        let id = try #require(pushID)
-        try await Self.until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == id } }
+        let id = try await Self.ringOnTheWire(port: port, database: database, voip: voip, fake: fake)
         kill(server.processIdentifier, SIGKILL)
         _ = await waitForExit(server, within: .seconds(10))
         let claimed = try await database.read { db in try db.queryOne("SELECT status, attempts FROM push_jobs WHERE id = ?", .text(id)) }
@@ -148,10 +130,7 @@ struct CrashRecoveryTests {
         defer { pki.remove() }
         let voip = hexToken()
         // The first answer takes 30 s: instance A is killed while the ring is on the wire.
-        let fake = try FakeServer("fake_apns", arguments: [
-            "--cert", pki.serverCert, "--key", pki.serverKey, "--public-key", pki.apnsPublicKey,
-            "--key-id", APNsFixture.keyID, "--team-id", APNsFixture.teamID, "--bundle", APNsFixture.bundle,
-        ], script: [voip: [.object(["status": 200, "delay": 30])]], directory: pki.directory)
+        let fake = try Self.apnsFake(pki, holdingFirstAnswerTo: voip, seconds: 30)
         defer { fake.stop() }
         try await StorageFixture.with(.postgres) { fixture in
             let database = fixture.database
@@ -167,23 +146,8 @@ struct CrashRecoveryTests {
             let b = try Self.serve(arguments, log: logB)
             defer { if b.isRunning { kill(b.processIdentifier, SIGKILL) } }
             _ = try await Self.listeningPort(log: logB)
-            let maria = try await Self.waitForUser("maria", database)
-            _ = try await DeviceStore(database: database).register(userID: maria, DeviceRegistration(
-                installationID: "handoff-pg-1", platform: "ios", pushToken: hexToken(), voipToken: voip))
-            let unit = try await database.read { db in try db.queryOne("SELECT id FROM units WHERE label = 'A-101'", [])?.string("id") }
-            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(portA)/v1/gates/demo-gate/visits")!)
-            request.httpMethod = "POST"
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = Data(#"{"unit_id":"\#(try #require(unit))","kind":"visit","visitor_name":"Pedro Visitante"}"#.utf8)
-            let (_, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.statusCode == 201)
-
             // A claimed the ring in the gate POST (attempt 1) and it is on the wire: kill -9.
-            let pushID = try await database.read { db in
-                try db.queryOne("SELECT id FROM push_jobs WHERE token = ?", .text(voip))?.string("id")
-            }
-            let id = try #require(pushID)
-            try await Self.until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == id } }
+            let id = try await Self.ringOnTheWire(port: portA, database: database, voip: voip, fake: fake)
             let owner = try await database.read { db in try db.queryOne("SELECT lease_owner, attempts FROM push_jobs WHERE id = ?", .text(id)) }
             let ownerA = try #require(try owner?.string("lease_owner"))
             #expect(ownerA.hasPrefix(InstanceName.prefix), "leased under the name its connections carry: \(ownerA)")
@@ -205,6 +169,35 @@ struct CrashRecoveryTests {
             kill(b.processIdentifier, SIGTERM)
             _ = await waitForExit(b, within: .seconds(10))
         }
+    }
+
+    /// The APNs fake, answering `voip`'s first push after `seconds` (and at once after that).
+    static func apnsFake(_ pki: TestPKI, holdingFirstAnswerTo voip: String, seconds: Int) throws -> FakeServer {
+        try FakeServer("fake_apns", arguments: [
+            "--cert", pki.serverCert, "--key", pki.serverKey, "--public-key", pki.apnsPublicKey,
+            "--key-id", APNsFixture.keyID, "--team-id", APNsFixture.teamID, "--bundle", APNsFixture.bundle,
+        ], script: [voip: [.object(["status": 200, "delay": .number(Double(seconds))])]], directory: pki.directory)
+    }
+
+    /// Registers Maria's iPhone with `voip`, rings A-101 from the demo gate of the server on
+    /// `port` and waits until the ring reaches `fake`; returns the ring's push id.
+    static func ringOnTheWire(port: Int, database: any SQLDatabase, voip: String, fake: FakeServer) async throws -> String {
+        let maria = try await waitForUser("maria", database)
+        _ = try await DeviceStore(database: database).register(userID: maria, DeviceRegistration(
+            installationID: "handoff-\(voip.prefix(8))", platform: "ios", pushToken: hexToken(), voipToken: voip))
+        let unit = try await database.read { db in try db.queryOne("SELECT id FROM units WHERE label = 'A-101'", [])?.string("id") }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/gates/demo-gate/visits")!)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"{"unit_id":"\#(try #require(unit))","kind":"visit","visitor_name":"Pedro Visitante"}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 201)
+        let pushID = try await database.read { db in
+            try db.queryOne("SELECT id FROM push_jobs WHERE token = ?", .text(voip))?.string("id")
+        }
+        let id = try #require(pushID)
+        try await until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == id } }
+        return id
     }
 
     /// The port of the last `{"msg":"listening","port":N}` line in the server's log.
