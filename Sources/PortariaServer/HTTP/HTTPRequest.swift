@@ -67,9 +67,12 @@ public struct HTTPRequest: Sendable {
         } catch let error as DecodingError {
             // Foundation on Linux reports a number that does not fit its field (2.5 or 1e400
             // for an Int) as corrupted data with no coding path; the body is valid JSON then,
-            // so say what is known rather than "not valid JSON".
+            // so say what is known rather than "not valid JSON", and find the field.
             if case .dataCorrupted(let context) = error, context.codingPath.isEmpty,
                (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil {
+                if let field = MisfitNumber.field(decoding: T.self, from: body) {
+                    throw HTTPError.invalidRequest("\(field) must be a whole number within range", field: field)
+                }
                 throw HTTPError.invalidRequest("a number in the request body is out of range or not an integer where one is required")
             }
             throw HTTPError.from(error)
