@@ -108,15 +108,20 @@ public struct HTTPError: RenderableError, CustomStringConvertible {
         HTTPError(status: 403, code: .forbidden, message: message)
     }
 
+    /// A field as 400s name it: `a.b[2].c`.
+    static func fieldPath(_ keys: [any CodingKey]) -> String {
+        var text = ""
+        for key in keys {
+            if let index = key.intValue { text += "[\(index)]" }
+            else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+        }
+        return text
+    }
+
     /// Turns a JSON decoding failure into a 400 that names the field, in `a.b[2].c` form.
     static func from(_ error: DecodingError) -> HTTPError {
         func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
-            var text = ""
-            for key in codingPath + (last.map { [$0] } ?? []) {
-                if let index = key.intValue { text += "[\(index)]" }
-                else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
-            }
-            return text
+            fieldPath(codingPath + (last.map { [$0] } ?? []))
         }
         switch error {
         case .keyNotFound(let key, let context):

@@ -13,10 +13,23 @@ enum MisfitNumber {
     static let maxNumbers = 32
     static let maxBytes = 16 * 1024
 
-    /// One step into a JSON tree.
-    enum Step: Equatable {
+    /// One step into a JSON tree; a coding key, so `HTTPError.fieldPath` spells the path.
+    enum Step: Equatable, CodingKey {
         case key(String)
         case index(Int)
+
+        var stringValue: String {
+            switch self {
+            case .key(let key): return key
+            case .index(let index): return String(index)
+            }
+        }
+        var intValue: Int? {
+            if case .index(let index) = self { return index }
+            return nil
+        }
+        init?(stringValue: String) { self = .key(stringValue) }
+        init?(intValue: Int) { self = .index(intValue) }
     }
 
     /// The field, in `a.b[2].c` form, or nil when it cannot be told (too large, or no
@@ -33,7 +46,7 @@ enum MisfitNumber {
             do {
                 _ = try JSONCoding.decoder().decode(T.self, from: trial)
             } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
-                return render(path)
+                return HTTPError.fieldPath(path)
             } catch {}
         }
         return nil
@@ -61,17 +74,5 @@ enum MisfitNumber {
             return .object(Dictionary(uniqueKeysWithValues: members.map { ($0, zeroingNumbers($1, except: kept, at: path + [.key($0)])) }))
         case .null, .bool, .string: return value
         }
-    }
-
-    /// The same spelling as `HTTPError.from`'s fields.
-    static func render(_ path: [Step]) -> String {
-        var text = ""
-        for step in path {
-            switch step {
-            case .index(let index): text += "[\(index)]"
-            case .key(let key): text += text.isEmpty ? key : ".\(key)"
-            }
-        }
-        return text
     }
 }
