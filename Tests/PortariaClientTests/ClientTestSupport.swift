@@ -1,6 +1,6 @@
 import Foundation
 import PortariaClient
-import PortariaCore
+@testable import PortariaCore
 import Testing
 
 /// A scripted server for the client core: each request is answered by the next handler

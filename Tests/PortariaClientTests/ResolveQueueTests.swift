@@ -1,6 +1,6 @@
 import Foundation
 import PortariaClient
-import PortariaCore
+@testable import PortariaCore
 import Testing
 
 @Suite("Resolve queue")

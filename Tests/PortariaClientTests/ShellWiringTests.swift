@@ -1,6 +1,6 @@
 import Foundation
 @testable import PortariaClient
-import PortariaCore
+@testable import PortariaCore
 import Testing
 
 /// The decisions the iOS shell used to make in code nobody could compile here: which

@@ -1,5 +1,5 @@
 import Foundation
-import PortariaCore
+@testable import PortariaCore
 import Testing
 
 /// The typed contract the apps decode: realtime frames and push payloads, read from the

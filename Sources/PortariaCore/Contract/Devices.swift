@@ -112,20 +112,11 @@ public struct WebPushSubscription: Codable, Sendable, Equatable {
         public var p256dh: String
         /// The 16-byte authentication secret, base64url.
         public var auth: String
-        public init(p256dh: String, auth: String) {
-            self.p256dh = p256dh
-            self.auth = auth
-        }
     }
 
     /// The push service's URL for this subscription (https).
     public var endpoint: String
     public var keys: Keys
-
-    public init(endpoint: String, keys: Keys) {
-        self.endpoint = endpoint
-        self.keys = keys
-    }
 
     public static let fieldNames: Set<String> = ["endpoint", "keys"]
     public static let keyFieldNames: Set<String> = ["p256dh", "auth"]
@@ -219,41 +210,8 @@ public struct PushAckRequest: Codable, Sendable, Equatable {
 
 /// One device in `GET /v1/admin/push_health`.
 public struct PushHealthDevice: Codable, Sendable, Equatable {
-
-    public init(deviceID: String, user: User, platform: String, deviceName: String?, manufacturer: String?, osVersion: String?, appVersion: String?, status: String, consecutiveFailures: Int, unackedPushes: Int, lastProviderError: String?, lastProviderErrorAt: Date?, lastPushAt: Date?, lastAckAt: Date?, tokenAgeDays: Int, pushTokenStatus: String, voipTokenStatus: String?, riskFlags: [String]) {
-        self.deviceID = deviceID
-        self.user = user
-        self.platform = platform
-        self.deviceName = deviceName
-        self.manufacturer = manufacturer
-        self.osVersion = osVersion
-        self.appVersion = appVersion
-        self.status = status
-        self.consecutiveFailures = consecutiveFailures
-        self.unackedPushes = unackedPushes
-        self.lastProviderError = lastProviderError
-        self.lastProviderErrorAt = lastProviderErrorAt
-        self.lastPushAt = lastPushAt
-        self.lastAckAt = lastAckAt
-        self.tokenAgeDays = tokenAgeDays
-        self.pushTokenStatus = pushTokenStatus
-        self.voipTokenStatus = voipTokenStatus
-        self.riskFlags = riskFlags
-    }
-    public struct User: Codable, Sendable, Equatable {
-
-    public init(id: String, name: String, username: String) {
-        self.id = id
-        self.name = name
-        self.username = username
-    }
-        public var id: String
-        public var name: String
-        public var username: String
-    }
-
     public var deviceID: String
-    public var user: User
+    public var user: UserSummary
     public var platform: String
     public var deviceName: String?
     public var manufacturer: String?
@@ -274,6 +232,30 @@ public struct PushHealthDevice: Codable, Sendable, Equatable {
     /// `notifications_disabled`, `full_screen_intent_revoked`, `battery_optimization`,
     /// `token_stale`, `token_unregistered`, `voip_token_missing`.
     public var riskFlags: [String]
+
+    public init(deviceID: String, user: UserSummary, platform: String, deviceName: String?, manufacturer: String?,
+                osVersion: String?, appVersion: String?, status: String, consecutiveFailures: Int, unackedPushes: Int,
+                lastProviderError: String?, lastProviderErrorAt: Date?, lastPushAt: Date?, lastAckAt: Date?,
+                tokenAgeDays: Int, pushTokenStatus: String, voipTokenStatus: String?, riskFlags: [String]) {
+        self.deviceID = deviceID
+        self.user = user
+        self.platform = platform
+        self.deviceName = deviceName
+        self.manufacturer = manufacturer
+        self.osVersion = osVersion
+        self.appVersion = appVersion
+        self.status = status
+        self.consecutiveFailures = consecutiveFailures
+        self.unackedPushes = unackedPushes
+        self.lastProviderError = lastProviderError
+        self.lastProviderErrorAt = lastProviderErrorAt
+        self.lastPushAt = lastPushAt
+        self.lastAckAt = lastAckAt
+        self.tokenAgeDays = tokenAgeDays
+        self.pushTokenStatus = pushTokenStatus
+        self.voipTokenStatus = voipTokenStatus
+        self.riskFlags = riskFlags
+    }
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"
@@ -296,28 +278,30 @@ public struct PushHealthDevice: Codable, Sendable, Equatable {
     }
 }
 
+/// `GET /v1/admin/push_health`.
 public struct PushHealthReport: Codable, Sendable, Equatable {
+    public struct Summary: Codable, Sendable, Equatable {
+        public var healthy: Int
+        public var failing: Int
+        public var unverified: Int
+
+        public init(healthy: Int, failing: Int, unverified: Int) {
+            self.healthy = healthy
+            self.failing = failing
+            self.unverified = unverified
+        }
+    }
+
+    public var generatedAt: Date
+    public var summary: Summary
+    /// Failing devices first, then unverified, then healthy.
+    public var devices: [PushHealthDevice]
 
     public init(generatedAt: Date, summary: Summary, devices: [PushHealthDevice]) {
         self.generatedAt = generatedAt
         self.summary = summary
         self.devices = devices
     }
-    public struct Summary: Codable, Sendable, Equatable {
-
-    public init(healthy: Int, failing: Int, unverified: Int) {
-        self.healthy = healthy
-        self.failing = failing
-        self.unverified = unverified
-    }
-        public var healthy: Int
-        public var failing: Int
-        public var unverified: Int
-    }
-    public var generatedAt: Date
-    public var summary: Summary
-    /// Failing devices first, then unverified, then healthy.
-    public var devices: [PushHealthDevice]
 
     enum CodingKeys: String, CodingKey {
         case generatedAt = "generated_at"

@@ -166,10 +166,6 @@ public struct Visit: Sendable, Equatable, Codable {
 public struct PublicResolution: Sendable, Equatable, Codable {
     public var action: ResolutionAction
     public var at: Date
-    public init(action: ResolutionAction, at: Date) {
-        self.action = action
-        self.at = at
-    }
 }
 
 /// A visit as the gate page sees it (visitor token): no resident names, no timeline.
@@ -239,14 +235,6 @@ public struct CreateVisitRequest: Sendable, Equatable, Codable {
         case kind, carrier, location
         case unitID = "unit_id"
         case visitorName = "visitor_name"
-    }
-
-    public init(unitID: String, kind: VisitKind, visitorName: String, carrier: String? = nil, location: VisitorLocation? = nil) {
-        self.unitID = unitID
-        self.kind = kind
-        self.visitorName = visitorName
-        self.carrier = carrier
-        self.location = location
     }
 }
 

@@ -217,26 +217,19 @@ public struct VisitMachine: Sendable, Equatable {
             throw .alreadyAnswered(by: by)
         case (.answered, .ringStep), (.answered, .windowClosed):
             throw .illegal(from: .answered, event: event.name)
-        case (.answered, .resolve(let resolution)):
-            state = .resolved(resolution)
-            return [.resolved(resolution)]
-        case (.answered, .cancel(let at)):
-            state = .cancelled(at: at)
-            return [.cancelled]
-        case (.answered, .expire(let at)):
-            state = .expired(at: at)
-            return [.expired]
 
         // Unanswered: a pendência, resolved later from the list.
         case (.unanswered, .ringStep), (.unanswered, .answer), (.unanswered, .decline), (.unanswered, .windowClosed):
             throw .illegal(from: .unanswered, event: event.name)
-        case (.unanswered, .resolve(let resolution)):
+
+        // Answered or unanswered, nothing rings any more: the end needs no stopRinging.
+        case (.answered, .resolve(let resolution)), (.unanswered, .resolve(let resolution)):
             state = .resolved(resolution)
             return [.resolved(resolution)]
-        case (.unanswered, .cancel(let at)):
+        case (.answered, .cancel(let at)), (.unanswered, .cancel(let at)):
             state = .cancelled(at: at)
             return [.cancelled]
-        case (.unanswered, .expire(let at)):
+        case (.answered, .expire(let at)), (.unanswered, .expire(let at)):
             state = .expired(at: at)
             return [.expired]
 

@@ -16,11 +16,6 @@ public struct ServiceSecrets: Sendable {
     /// Whether the database holds the secrets in plaintext.
     public var plaintext = true
 
-    init(jwt: JWTCodec, otpPepper: [UInt8]) {
-        self.jwt = jwt
-        self.otpPepper = otpPepper
-    }
-
     /// What `serve` does: reads the key file (if any), loads the secrets, and says how
     /// they are kept. Problems become one-line startup errors.
     public static func open(_ database: any SQLDatabase, keyFile: String?, log: Log) async throws -> ServiceSecrets {

@@ -22,11 +22,6 @@ public struct WebhookSmsSender: SmsSender {
     let url: String
     let client: OutboundHTTPClient
 
-    public init(url: String, client: OutboundHTTPClient) {
-        self.url = url
-        self.client = client
-    }
-
     struct Payload: Encodable { var to: String; var message: String }
 
     public func send(to phone: String, message: String) async throws {

@@ -17,11 +17,6 @@ public struct CallTimelineRecord: Sendable, Equatable {
     public var entry: CallTimelineEntry
     /// For `.ended` of a call that connected: from the first answer to the end.
     public var connectedFor: Duration?
-
-    public init(entry: CallTimelineEntry, connectedFor: Duration? = nil) {
-        self.entry = entry
-        self.connectedFor = connectedFor
-    }
 }
 
 /// Why `CallRegistry.start` refused.

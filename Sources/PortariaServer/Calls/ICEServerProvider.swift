@@ -8,16 +8,9 @@ public struct TURNSettings: Sendable, Equatable {
     public var host: String
     public var port: Int
     /// `turns:` (TLS to the relay) rather than `turn:`.
-    public var secure: Bool
+    public var secure: Bool = false
     /// coturn's `static-auth-secret`, used as the HMAC key byte for byte.
     public var secret: String
-
-    public init(host: String, port: Int, secure: Bool = false, secret: String) {
-        self.host = host
-        self.port = port
-        self.secure = secure
-        self.secret = secret
-    }
 
     /// Reads `turn:host[:port]`, `turns:host[:port]` or a bare `host[:port]`
     /// (`[v6]:port` for IPv6). The port defaults to 3478 (5349 for `turns:`).

@@ -5,15 +5,9 @@ import PortariaCore
 /// (after authenticating) and the server performs the switch.
 public struct HTTPResponse: Sendable {
     public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
+    public var headers: [(String, String)] = []
+    public var body: [UInt8] = []
     public var upgrade: (any WebSocketUpgrade)?
-
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
 
     public static func json<T: Encodable>(_ value: T, status: Int = 200,
                                           headers: [(String, String)] = []) -> HTTPResponse {

@@ -5,17 +5,9 @@ import PortariaCore
 public struct OutboundRequest: Sendable {
     public var method: String
     public var url: String
-    public var headers: [(String, String)]
-    public var body: [UInt8]
-    public var timeout: TimeInterval
-
-    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeout: TimeInterval = 10) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-        self.timeout = timeout
-    }
+    public var headers: [(String, String)] = []
+    public var body: [UInt8] = []
+    public var timeout: TimeInterval = 10
 }
 
 public struct OutboundResponse: Sendable {

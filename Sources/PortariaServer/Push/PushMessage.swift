@@ -141,16 +141,6 @@ public struct PushResult: Sendable, Equatable, CustomStringConvertible {
     /// Extra detail for the log and the admin panel (e.g. APNs' `timestamp` of an Unregistered token).
     public var detail: String?
 
-    public init(outcome: Outcome, httpStatus: Int? = nil, reason: String? = nil, retryAfter: TimeInterval? = nil,
-                providerID: String? = nil, detail: String? = nil) {
-        self.outcome = outcome
-        self.httpStatus = httpStatus
-        self.reason = reason
-        self.retryAfter = retryAfter
-        self.providerID = providerID
-        self.detail = detail
-    }
-
     public var description: String {
         var text = outcome.rawValue
         if let httpStatus { text += " \(httpStatus)" }
@@ -175,12 +165,6 @@ public struct PushProviders: Sendable {
     public var fcm: any PushProvider
     public var web: any PushProvider
 
-    public init(apns: any PushProvider, fcm: any PushProvider, web: any PushProvider) {
-        self.apns = apns
-        self.fcm = fcm
-        self.web = web
-    }
-
     public func provider(for platform: String) -> any PushProvider {
         switch platform {
         case "ios": return apns
@@ -195,12 +179,7 @@ public struct PushProviders: Sendable {
 public struct LogPushProvider: PushProvider {
     public let name = "log"
     public let platform: String
-    let log: Log
-
-    public init(platform: String, log: Log = .shared) {
-        self.platform = platform
-        self.log = log
-    }
+    var log: Log = .shared
 
     public func send(_ push: OutgoingPush) async -> PushResult {
         log.warning("push NOT sent: log-only push sender (no \(platform == "ios" ? "APNs" : platform == "android" ? "FCM" : "web push") credentials configured)",

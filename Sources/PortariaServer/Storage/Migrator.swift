@@ -24,12 +24,6 @@ public struct Migration: Sendable {
                       postgres: create("\(key) BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"))
         }
     }
-
-    public init(version: Int, name: String, statements: [Statement]) {
-        self.version = version
-        self.name = name
-        self.statements = statements
-    }
 }
 
 /// Applies migrations in order, each in its own transaction, recording them in

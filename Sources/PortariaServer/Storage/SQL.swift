@@ -38,11 +38,6 @@ public struct SQLRow: Sendable {
     public let columns: [String]
     public let values: [SQLValue]
 
-    public init(columns: [String], values: [SQLValue]) {
-        self.columns = columns
-        self.values = values
-    }
-
     /// The value of `name`, NULL included; throws for a column the statement did not return.
     public func value(_ name: String) throws -> SQLValue {
         guard let index = columns.firstIndex(of: name) else { throw RowDecodingError.unknownColumn(name, columns: columns) }

@@ -166,10 +166,6 @@ public struct VisitService: Sendable {
         public var address: String
         public var max: Int
         public var window: TimeInterval = 60
-        public init(address: String, max: Int) {
-            self.address = address
-            self.max = max
-        }
         func bucket(gateID: String) -> String { "gate-visit:\(gateID):\(address)" }
     }
 

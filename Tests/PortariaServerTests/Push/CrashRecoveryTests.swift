@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import PortariaCore
+@testable import PortariaCore
 @testable import PortariaServer
 import PortariaTestSupport
 import Testing

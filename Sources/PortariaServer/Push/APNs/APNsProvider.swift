@@ -9,7 +9,7 @@ public struct APNsConfiguration: Sendable {
     /// The app's bundle id; VoIP pushes go to `<bundle>.voip`.
     public var bundleID: String
     /// `https://api.push.apple.com`, `https://api.sandbox.push.apple.com` or a test server.
-    public var endpoint: String
+    public var endpoint = "https://api.push.apple.com"
     public var caFile: String?
     /// How long one provider token is reused. Apple refuses tokens older than an hour and
     /// answers `TooManyProviderTokenUpdates` to providers that mint more often than every
@@ -18,16 +18,6 @@ public struct APNsConfiguration: Sendable {
     public var requestTimeout: TimeInterval = 10
     /// Pushes in flight on the one connection; more wait in the client (`HTTP2Client`).
     public var maxConcurrentStreams = 100
-
-    public init(keyFile: String, keyID: String, teamID: String, bundleID: String,
-                endpoint: String = "https://api.push.apple.com", caFile: String? = nil) {
-        self.keyFile = keyFile
-        self.keyID = keyID
-        self.teamID = teamID
-        self.bundleID = bundleID
-        self.endpoint = endpoint
-        self.caFile = caFile
-    }
 }
 
 /// The ES256 provider token, minted once and shared by every request until it ages out.

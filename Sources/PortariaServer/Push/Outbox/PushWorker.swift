@@ -10,13 +10,6 @@ public struct PushRetryPolicy: Sendable {
     /// devices that failed together (one APNs hiccup) instead of hammering in lockstep.
     public var jitter: Double = 0.5
 
-    public init(base: TimeInterval = 1, cap: TimeInterval = 300, maxAttempts: Int = 8, jitter: Double = 0.5) {
-        self.base = base
-        self.cap = cap
-        self.maxAttempts = maxAttempts
-        self.jitter = jitter
-    }
-
     public func delay(afterAttempt attempt: Int, retryAfter: TimeInterval?) -> TimeInterval {
         let exponential = min(cap, base * pow(2, Double(max(0, attempt - 1))))
         let jittered = exponential * (1 - jitter) + Double.random(in: 0...(exponential * jitter))
