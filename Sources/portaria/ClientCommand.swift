@@ -176,8 +176,8 @@ enum ClientCommand {
         _ = try? await session.me()
         if let pushToken = options.value("push-token") {
             let platform = options.value("platform") ?? (options.value("voip-token") == nil ? "android" : "ios")
-            let device = DeviceRegistrar.Tokens(platform: platform, pushToken: pushToken, voipToken: options.value("voip-token"))
-            let outcome = await context.registrar.register(device, until: Date().addingTimeInterval(10))
+            let outcome = await context.registrar.register(DeviceFacts(platform: platform), pushToken: pushToken,
+                                                             voipToken: options.value("voip-token"), until: Date().addingTimeInterval(10))
             switch outcome {
             case .registered(let id), .unchanged(let id): say("device registered (\(id))")
             case .failed(let why):

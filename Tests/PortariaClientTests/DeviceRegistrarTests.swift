@@ -32,19 +32,18 @@ struct DeviceRegistrarTests {
         let http = ScriptedHTTP()
         http.then(Self.registered(http), Self.registered(http))
         let registrar = DeviceRegistrar(http: http, state: FileDeviceRegistrationState(store: store), clock: VirtualClock())
-        let tokens = DeviceRegistrar.Tokens(platform: "ios", pushToken: Self.apnsToken, voipToken: Self.voipToken,
-                                            capabilities: DeviceCapabilities(notificationsEnabled: true, osVersion: "18.1"))
-        #expect(await registrar.register(tokens, until: nil) == .registered(deviceID: "d-1"))
-        #expect(await registrar.register(tokens, until: nil) == .unchanged(deviceID: "d-1"))
+        let facts = DeviceFacts(platform: "ios", capabilities: DeviceCapabilities(notificationsEnabled: true, osVersion: "18.1"))
+        #expect(await registrar.register(facts, pushToken: Self.apnsToken, voipToken: Self.voipToken, until: nil) == .registered(deviceID: "d-1"))
+        #expect(await registrar.register(facts, pushToken: Self.apnsToken, voipToken: Self.voipToken, until: nil) == .unchanged(deviceID: "d-1"))
         #expect(http.requests.count == 1)
 
         // Relaunch: same installation id from the store.
         let again = DeviceRegistrar(http: http, state: FileDeviceRegistrationState(store: store), clock: VirtualClock())
         #expect(await again.installationID == (try Self.bodies(http)).first?.installationID)
-        #expect(await again.register(tokens, until: nil) == .unchanged(deviceID: "d-1"))
+        #expect(await again.register(facts, pushToken: Self.apnsToken, voipToken: Self.voipToken, until: nil) == .unchanged(deviceID: "d-1"))
 
         http.setUser("u-joao")
-        #expect(await again.register(tokens, until: nil) == .registered(deviceID: "d-1"))
+        #expect(await again.register(facts, pushToken: Self.apnsToken, voipToken: Self.voipToken, until: nil) == .registered(deviceID: "d-1"))
         let bodies = try Self.bodies(http)
         #expect(bodies.count == 2)
         #expect(Set(bodies.map(\.installationID)).count == 1)
@@ -56,10 +55,10 @@ struct DeviceRegistrarTests {
         let http = ScriptedHTTP()
         http.then(Self.registered(http), Self.registered(http), Self.registered(http))
         let registrar = DeviceRegistrar(http: http, state: InMemoryDeviceRegistrationState(), clock: VirtualClock())
-        _ = await registrar.register(.init(platform: "ios", pushToken: Self.apnsToken, voipToken: Self.voipToken), until: nil)
+        _ = await registrar.register(DeviceFacts(platform: "ios"), pushToken: Self.apnsToken, voipToken: Self.voipToken, until: nil)
         #expect(await registrar.pushTokenChanged(Self.newApnsToken, until: nil) == .registered(deviceID: "d-1"))
         // The shell forgetting the VoIP token in a later call does not drop it either.
-        #expect(await registrar.register(.init(platform: "ios", pushToken: Self.apnsToken), until: nil) == .registered(deviceID: "d-1"))
+        #expect(await registrar.register(DeviceFacts(platform: "ios"), pushToken: Self.apnsToken, until: nil) == .registered(deviceID: "d-1"))
         let bodies = try Self.bodies(http)
         #expect(bodies.map(\.pushToken) == [Self.apnsToken, Self.newApnsToken, Self.apnsToken])
         #expect(bodies.map(\.voipToken) == [Self.voipToken, Self.voipToken, Self.voipToken])
@@ -73,12 +72,12 @@ struct DeviceRegistrarTests {
                   Self.registered(http))
         let clock = VirtualClock()
         let registrar = DeviceRegistrar(http: http, state: InMemoryDeviceRegistrationState(), clock: clock, random: .constant(0.5))
-        #expect(await registrar.register(.init(platform: "android", pushToken: "fcm-token"), until: nil) == .registered(deviceID: "d-1"))
+        #expect(await registrar.register(DeviceFacts(platform: "android"), pushToken: "fcm-token", until: nil) == .registered(deviceID: "d-1"))
         #expect(clock.sleeps == [0.75, 3])
 
         let refusing = ScriptedHTTP(fallback: { _ in Fixtures.error(400, "INVALID_REQUEST", details: ["field": "push_token"]) })
         let final = DeviceRegistrar(http: refusing, state: InMemoryDeviceRegistrationState(), clock: VirtualClock())
-        #expect(await final.register(.init(platform: "ios", pushToken: "not-hex"), until: nil) == .failed("HTTP 400 INVALID_REQUEST"))
+        #expect(await final.register(DeviceFacts(platform: "ios"), pushToken: "not-hex", until: nil) == .failed("HTTP 400 INVALID_REQUEST"))
         #expect(refusing.requests.count == 1)
     }
 
@@ -87,7 +86,7 @@ struct DeviceRegistrarTests {
         let http = ScriptedHTTP()
         http.then(Self.registered(http), { _ in ClientHTTPResponse(status: 204) })
         let registrar = DeviceRegistrar(http: http, state: InMemoryDeviceRegistrationState(), clock: VirtualClock())
-        _ = await registrar.register(.init(platform: "android", pushToken: "fcm-token"), until: nil)
+        _ = await registrar.register(DeviceFacts(platform: "android"), pushToken: "fcm-token", until: nil)
         #expect(await registrar.unregister() == .unregistered(deviceID: "d-1"))
         #expect(http.requests.last?.method == "DELETE")
         #expect(http.requests.last?.path == "/v1/devices/d-1")

@@ -24,33 +24,12 @@ public protocol DeviceRegistrationState: Sendable {
 /// - Failures that may pass (no network, 429, 5xx) are retried with backoff until the
 ///   caller's deadline; the shell calls `register` again on the next launch or wake.
 public actor DeviceRegistrar {
-    /// The tokens and facts the shell knows about this phone.
-    public struct Tokens: Sendable, Equatable, Codable {
-        public var platform: String
-        public var pushToken: String
-        public var voipToken: String?
-        public var appVersion: String?
-        public var deviceName: String?
-        public var locale: String?
-        public var capabilities: DeviceCapabilities?
-
-        public init(platform: String, pushToken: String, voipToken: String? = nil, appVersion: String? = nil,
-                    deviceName: String? = nil, locale: String? = nil, capabilities: DeviceCapabilities? = nil) {
-            self.platform = platform
-            self.pushToken = pushToken
-            self.voipToken = voipToken
-            self.appVersion = appVersion
-            self.deviceName = deviceName
-            self.locale = locale
-            self.capabilities = capabilities
-        }
-    }
-
     /// The last registration the server accepted.
     public struct Registered: Sendable, Equatable, Codable {
         public var deviceID: String
         public var userID: String
-        public var tokens: Tokens
+        /// The `POST /v1/devices` body it accepted: a renewal changes one token in it.
+        public var registration: DeviceRegistration
         public var registeredAt: Date
     }
 
@@ -88,26 +67,32 @@ public actor DeviceRegistrar {
     public var deviceID: String? { state.lastRegistration()?.deviceID }
     public var installationID: String { state.installationID() }
 
-    /// What will be sent for `tokens`: the VoIP token kept from earlier on iOS.
-    public func completed(_ tokens: Tokens) -> Tokens {
-        var tokens = tokens
-        if tokens.platform == "ios", tokens.voipToken == nil, let last = state.lastRegistration()?.tokens,
-           last.platform == "ios", let voip = last.voipToken {
-            tokens.voipToken = voip
-        }
-        return tokens
+    /// Registers (or renews) this phone's tokens until accepted, a permanent refusal, or
+    /// `deadline`.
+    public func register(_ facts: DeviceFacts, pushToken: String, voipToken: String? = nil,
+                         until deadline: Date?) async -> Outcome {
+        let registration = DeviceRegistration(installationID: state.installationID(), platform: facts.platform,
+                                              pushToken: pushToken, voipToken: voipToken, appVersion: facts.appVersion,
+                                              deviceName: facts.deviceName, locale: facts.locale, capabilities: facts.capabilities)
+        return await send(registration, until: deadline)
     }
 
-    /// Registers (or renews) until accepted, a permanent refusal, or `deadline`.
-    public func register(_ requested: Tokens, until deadline: Date?) async -> Outcome {
+    /// What will be sent for `registration`: the VoIP token kept from earlier on iOS.
+    private func completed(_ registration: DeviceRegistration) -> DeviceRegistration {
+        var registration = registration
+        if registration.platform == "ios", registration.voipToken == nil, let last = state.lastRegistration()?.registration,
+           last.platform == "ios", let voip = last.voipToken {
+            registration.voipToken = voip
+        }
+        return registration
+    }
+
+    private func send(_ requested: DeviceRegistration, until deadline: Date?) async -> Outcome {
         guard let userID = await http.userID else { return .failed("not logged in") }
-        let tokens = completed(requested)
-        if let last = state.lastRegistration(), last.userID == userID, last.tokens == tokens {
+        let body = completed(requested)
+        if let last = state.lastRegistration(), last.userID == userID, last.registration == body {
             return .unchanged(deviceID: last.deviceID)
         }
-        let body = DeviceRegistration(installationID: state.installationID(), platform: tokens.platform, pushToken: tokens.pushToken,
-                                      voipToken: tokens.voipToken, appVersion: tokens.appVersion, deviceName: tokens.deviceName,
-                                      locale: tokens.locale, capabilities: tokens.capabilities)
         guard let data = try? JSONCoding.encoder().encode(body) else { return .failed("unencodable registration") }
         let request = ClientHTTPRequest(method: "POST", path: "/v1/devices", headers: ["Content-Type": "application/json"], body: data)
         var failures = 0
@@ -117,7 +102,7 @@ public actor DeviceRegistrar {
             do {
                 let answer = try await http.sendAuthorized(request)
                 if answer.isSuccess, let device = try? JSONCoding.decoder().decode(DeviceView.self, from: answer.body) {
-                    state.setLastRegistration(Registered(deviceID: device.id, userID: userID, tokens: tokens, registeredAt: clock.now()))
+                    state.setLastRegistration(Registered(deviceID: device.id, userID: userID, registration: body, registeredAt: clock.now()))
                     return .registered(deviceID: device.id)
                 }
                 reason = "HTTP \(answer.status) \(answer.errorBody?.code.rawValue ?? "")"
@@ -138,16 +123,16 @@ public actor DeviceRegistrar {
 
     /// A new alert/FCM token from the system: registers it with everything else unchanged.
     public func pushTokenChanged(_ token: String, until deadline: Date?) async -> Outcome {
-        guard var tokens = state.lastRegistration()?.tokens else { return .failed("no registration to renew") }
-        tokens.pushToken = token
-        return await register(tokens, until: deadline)
+        guard var registration = state.lastRegistration()?.registration else { return .failed("no registration to renew") }
+        registration.pushToken = token
+        return await send(registration, until: deadline)
     }
 
     /// A new PushKit token (iOS): registers it with the current alert token.
     public func voipTokenChanged(_ token: String, until deadline: Date?) async -> Outcome {
-        guard var tokens = state.lastRegistration()?.tokens else { return .failed("no registration to renew") }
-        tokens.voipToken = token
-        return await register(tokens, until: deadline)
+        guard var registration = state.lastRegistration()?.registration else { return .failed("no registration to renew") }
+        registration.voipToken = token
+        return await send(registration, until: deadline)
     }
 
     /// Deletes this device on the server (before the session ends: it needs the token).

@@ -2,25 +2,6 @@ import Foundation
 import Observation
 import PortariaCore
 
-/// What the shell knows about this phone when it registers it (asked at every
-/// registration: the user may have turned notifications off in the meantime).
-public struct DeviceFacts: Sendable, Equatable {
-    public var platform: String
-    public var appVersion: String?
-    public var deviceName: String?
-    public var locale: String?
-    public var capabilities: DeviceCapabilities?
-
-    public init(platform: String, appVersion: String? = nil, deviceName: String? = nil, locale: String? = nil,
-                capabilities: DeviceCapabilities? = nil) {
-        self.platform = platform
-        self.appVersion = appVersion
-        self.deviceName = deviceName
-        self.locale = locale
-        self.capabilities = capabilities
-    }
-}
-
 /// The resident app above the screens: which screen is up, the view model behind each,
 /// and the order of things between the core's actors — login then home, the device
 /// registered with both of iOS's tokens, one reader of the realtime stream, logout that
@@ -211,10 +192,8 @@ public final class ResidentAppModel {
         // `push_token` is required: until the system hands the alert token over there is
         // nothing to register (the VoIP token waits here for it).
         guard let pushToken else { return }
-        let tokens = DeviceRegistrar.Tokens(platform: facts.platform, pushToken: pushToken, voipToken: voipToken,
-                                            appVersion: facts.appVersion, deviceName: facts.deviceName, locale: facts.locale,
-                                            capabilities: facts.capabilities)
-        registration = await dependencies.registrar.register(tokens, until: dependencies.now().addingTimeInterval(60))
+        registration = await dependencies.registrar.register(facts, pushToken: pushToken, voipToken: voipToken,
+                                                             until: dependencies.now().addingTimeInterval(60))
         settings.state.thisDeviceID = await dependencies.registrar.deviceID
     }
 
