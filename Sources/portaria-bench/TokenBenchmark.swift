@@ -20,8 +20,7 @@ struct TokenBenchmark {
         let key = SigningKey(id: "bench", secret: Array(repeating: 7, count: 32))
         let codec = JWTCodec(keys: [key], currentKeyID: "bench")
         let now = Date()
-        let claims = AccessClaims(iss: JWTCodec.issuer, aud: JWTCodec.audience, sub: "user", sid: "session",
-                                  iat: Int64(now.timeIntervalSince1970), exp: Int64(now.timeIntervalSince1970) + 900, jti: "j")
+        let claims = AccessClaims.issued(to: "user", session: "session", at: now, lifetime: 900, jti: "j")
         let token = codec.sign(claims)
 
         var start = ContinuousClock.now

@@ -159,10 +159,8 @@ public struct AuthService: Sendable {
     }
 
     func accessToken(userID: String, sessionID: String, issuedAt: Date) -> String {
-        let iat = Int64(issuedAt.timeIntervalSince1970)
-        return secrets.jwt.sign(AccessClaims(iss: JWTCodec.issuer, aud: JWTCodec.audience, sub: userID, sid: sessionID,
-                                             iat: iat, exp: iat + Int64(Self.accessTokenLifetime),
-                                             jti: Base64URL.encode(Crypto.randomBytes(12))))
+        secrets.jwt.sign(.issued(to: userID, session: sessionID, at: issuedAt, lifetime: Self.accessTokenLifetime,
+                                 jti: Base64URL.encode(Crypto.randomBytes(12))))
     }
 
     // MARK: Refresh rotation (RFC 9700 §4.14.2)

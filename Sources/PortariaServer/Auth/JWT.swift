@@ -23,14 +23,13 @@ public struct AccessClaims: Codable, Sendable, Equatable {
     public var exp: Int64
     public var jti: String
 
-    public init(iss: String, aud: String, sub: String, sid: String, iat: Int64, exp: Int64, jti: String) {
-        self.iss = iss
-        self.aud = aud
-        self.sub = sub
-        self.sid = sid
-        self.iat = iat
-        self.exp = exp
-        self.jti = jti
+    /// The claims of an access token this server issues: its own issuer and audience,
+    /// valid for `lifetime` seconds from `issuedAt`.
+    public static func issued(to userID: String, session sessionID: String, at issuedAt: Date, lifetime: TimeInterval,
+                              jti: String) -> AccessClaims {
+        let iat = Int64(issuedAt.timeIntervalSince1970)
+        return AccessClaims(iss: JWTCodec.issuer, aud: JWTCodec.audience, sub: userID, sid: sessionID,
+                            iat: iat, exp: iat + Int64(lifetime), jti: jti)
     }
 }
 

@@ -64,38 +64,56 @@ struct JSONBytesWriter {
         }
         raw("]")
     }
+
+    /// `key` (which carries its own comma, quotes and colon: `,"carrier":`) then `value`.
+    mutating func member<Value: JSONBytesWritable>(_ key: StaticString, _ value: Value) {
+        raw(key)
+        value.write(into: &self)
+    }
+
+    /// Nothing for nil: `JSONEncoder` leaves nil optionals out.
+    mutating func member<Value: JSONBytesWritable>(_ key: StaticString, _ value: Value?) {
+        if let value { member(key, value) }
+    }
+}
+
+/// A value `JSONBytesWriter.member` can write.
+protocol JSONBytesWritable {
+    func write(into writer: inout JSONBytesWriter)
+}
+
+extension String: JSONBytesWritable {
+    func write(into writer: inout JSONBytesWriter) { writer.string(self) }
+}
+
+extension Int: JSONBytesWritable {
+    func write(into writer: inout JSONBytesWriter) { writer.int(self) }
+}
+
+/// As `JSONCoding.encoder()`'s date strategy writes it.
+extension Date: JSONBytesWritable {
+    func write(into writer: inout JSONBytesWriter) { writer.timestamp(self) }
 }
 
 extension MeResponse {
     /// `GET /v1/me`'s body; keys in sorted order, as `JSONCoding.encoder()` writes them.
     var jsonBytes: [UInt8] {
         var writer = JSONBytesWriter()
-        writer.raw("{\"company\":{\"id\":")
-        writer.string(company.id)
-        writer.raw(",\"name\":")
-        writer.string(company.name)
-        if let timeZone = company.timeZone {
-            writer.raw(",\"time_zone\":")
-            writer.string(timeZone)
-        }
+        writer.member("{\"company\":{\"id\":", company.id)
+        writer.member(",\"name\":", company.name)
+        writer.member(",\"time_zone\":", company.timeZone)
         writer.raw("},\"permissions\":")
         writer.array(permissions) { $0.string($1) }
-        writer.raw(",\"profile\":")
-        writer.string(profile.rawValue)
+        writer.member(",\"profile\":", profile.rawValue)
         writer.raw(",\"units\":")
         writer.array(units) { writer, unit in
-            writer.raw("{\"id\":")
-            writer.string(unit.id)
-            writer.raw(",\"label\":")
-            writer.string(unit.label)
+            writer.member("{\"id\":", unit.id)
+            writer.member(",\"label\":", unit.label)
             writer.raw("}")
         }
-        writer.raw(",\"user\":{\"id\":")
-        writer.string(user.id)
-        writer.raw(",\"name\":")
-        writer.string(user.name)
-        writer.raw(",\"username\":")
-        writer.string(user.username)
+        writer.member(",\"user\":{\"id\":", user.id)
+        writer.member(",\"name\":", user.name)
+        writer.member(",\"username\":", user.username)
         writer.raw("}}")
         return writer.bytes
     }
@@ -109,8 +127,7 @@ extension VisitPage {
         var writer = JSONBytesWriter(capacity: 512 + visits.count * 1_024)
         writer.raw("{")
         if let nextCursor {
-            writer.raw("\"next_cursor\":")
-            writer.string(nextCursor)
+            writer.member("\"next_cursor\":", nextCursor)
             writer.raw(",")
         }
         writer.raw("\"visits\":")
@@ -139,130 +156,74 @@ extension Visit {
         }
         writer.raw("\"attempts\":")
         writer.array(attempts) { $1.write(into: &$0) }
-        if let carrier {
-            writer.raw(",\"carrier\":")
-            writer.string(carrier)
-        }
-        writer.raw(",\"company_id\":")
-        writer.string(companyID)
-        writer.raw(",\"created_at\":")
-        writer.timestamp(createdAt)
-        writer.raw(",\"expires_at\":")
-        writer.timestamp(expiresAt)
+        writer.member(",\"carrier\":", carrier)
+        writer.member(",\"company_id\":", companyID)
+        writer.member(",\"created_at\":", createdAt)
+        writer.member(",\"expires_at\":", expiresAt)
         writer.raw(",\"geofence\":{")
         if let bearing = geofence.bearingDeg {
-            writer.raw("\"bearing_deg\":")
-            writer.int(bearing)
+            writer.member("\"bearing_deg\":", bearing)
             writer.raw(",")
         }
         if let distance = geofence.distanceM {
-            writer.raw("\"distance_m\":")
-            writer.int(distance)
+            writer.member("\"distance_m\":", distance)
             writer.raw(",")
         }
-        writer.raw("\"status\":")
-        writer.string(geofence.status.rawValue)
-        writer.raw("},\"geofence_badge\":")
-        writer.string(geofenceBadge)
-        writer.raw(",\"id\":")
-        writer.string(id)
-        writer.raw(",\"kind\":")
-        writer.string(kind.rawValue)
-        if let photo {
-            writer.raw(",\"photo\":")
-            photo.write(into: &writer)
-        }
+        writer.member("\"status\":", geofence.status.rawValue)
+        writer.member("},\"geofence_badge\":", geofenceBadge)
+        writer.member(",\"id\":", id)
+        writer.member(",\"kind\":", kind.rawValue)
+        writer.member(",\"photo\":", photo)
         if let resolution {
-            writer.raw(",\"resolution\":{\"action\":")
-            writer.string(resolution.action.rawValue)
-            writer.raw(",\"at\":")
-            writer.timestamp(resolution.at)
+            writer.member(",\"resolution\":{\"action\":", resolution.action.rawValue)
+            writer.member(",\"at\":", resolution.at)
             writer.raw(",\"by\":")
             resolution.by.write(into: &writer)
-            writer.raw(",\"via\":")
-            writer.string(resolution.via.rawValue)
+            writer.member(",\"via\":", resolution.via.rawValue)
             writer.raw("}")
         }
-        if let ringDeadline {
-            writer.raw(",\"ring_deadline\":")
-            writer.timestamp(ringDeadline)
-        }
-        writer.raw(",\"status\":")
-        writer.string(status.rawValue)
-        writer.raw(",\"unit\":{\"id\":")
-        writer.string(unit.id)
-        writer.raw(",\"label\":")
-        writer.string(unit.label)
-        writer.raw("},\"updated_at\":")
-        writer.timestamp(updatedAt)
-        writer.raw(",\"visitor_name\":")
-        writer.string(visitorName)
-        if let voiceMessage {
-            writer.raw(",\"voice_message\":")
-            voiceMessage.write(into: &writer)
-        }
+        writer.member(",\"ring_deadline\":", ringDeadline)
+        writer.member(",\"status\":", status.rawValue)
+        writer.member(",\"unit\":{\"id\":", unit.id)
+        writer.member(",\"label\":", unit.label)
+        writer.member("},\"updated_at\":", updatedAt)
+        writer.member(",\"visitor_name\":", visitorName)
+        writer.member(",\"voice_message\":", voiceMessage)
         writer.raw("}")
     }
 }
 
-extension VisitAttempt {
+extension VisitAttempt: JSONBytesWritable {
     /// at, channel, detail, device_id, id, kind, step, user.
     func write(into writer: inout JSONBytesWriter) {
-        writer.raw("{\"at\":")
-        writer.timestamp(at)
-        if let channel {
-            writer.raw(",\"channel\":")
-            writer.string(channel)
-        }
-        if let detail {
-            writer.raw(",\"detail\":")
-            writer.string(detail)
-        }
-        if let deviceID {
-            writer.raw(",\"device_id\":")
-            writer.string(deviceID)
-        }
-        writer.raw(",\"id\":")
-        writer.string(id)
-        writer.raw(",\"kind\":")
-        writer.string(kind.rawValue)
-        if let step {
-            writer.raw(",\"step\":")
-            writer.int(step)
-        }
-        if let user {
-            writer.raw(",\"user\":")
-            user.write(into: &writer)
-        }
+        writer.member("{\"at\":", at)
+        writer.member(",\"channel\":", channel)
+        writer.member(",\"detail\":", detail)
+        writer.member(",\"device_id\":", deviceID)
+        writer.member(",\"id\":", id)
+        writer.member(",\"kind\":", kind.rawValue)
+        writer.member(",\"step\":", step)
+        writer.member(",\"user\":", user)
         writer.raw("}")
     }
 }
 
-extension VisitMediaInfo {
+extension VisitMediaInfo: JSONBytesWritable {
     /// byte_size, content_type, created_at, duration_ms, url.
     func write(into writer: inout JSONBytesWriter) {
-        writer.raw("{\"byte_size\":")
-        writer.int(byteSize)
-        writer.raw(",\"content_type\":")
-        writer.string(contentType)
-        writer.raw(",\"created_at\":")
-        writer.timestamp(createdAt)
-        if let durationMs {
-            writer.raw(",\"duration_ms\":")
-            writer.int(durationMs)
-        }
-        writer.raw(",\"url\":")
-        writer.string(url)
+        writer.member("{\"byte_size\":", byteSize)
+        writer.member(",\"content_type\":", contentType)
+        writer.member(",\"created_at\":", createdAt)
+        writer.member(",\"duration_ms\":", durationMs)
+        writer.member(",\"url\":", url)
         writer.raw("}")
     }
 }
 
-extension PersonRef {
+extension PersonRef: JSONBytesWritable {
     func write(into writer: inout JSONBytesWriter) {
-        writer.raw("{\"id\":")
-        writer.string(id)
-        writer.raw(",\"name\":")
-        writer.string(name)
+        writer.member("{\"id\":", id)
+        writer.member(",\"name\":", name)
         writer.raw("}")
     }
 }
