@@ -7,8 +7,6 @@ struct AuthRoutes {
     let authenticator: Authenticator
 
     func register(on router: Router) {
-        let auth = auth
-        let authenticator = authenticator
         router.post("/v1/auth/login") { request in
             .json(try await auth.login(try request.decode(LoginRequest.self), clientAddress: request.limitAddress))
         }

@@ -12,9 +12,6 @@ struct CallRoutes {
     let visitorVisit: @Sendable (HTTPRequest) async throws -> String
 
     func register(on router: Router) {
-        let iceServers = iceServers
-        let authenticator = authenticator
-        let visitorVisit = visitorVisit
         router.get("/v1/calls/ice_servers") { request in
             // The gate page: a visitor token (no dots) gets credentials for its own visit.
             if Authenticator.bearerIsVisitorToken(request) {

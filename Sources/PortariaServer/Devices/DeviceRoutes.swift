@@ -8,8 +8,6 @@ struct DeviceRoutes {
     var webPushHosts = WebPushHosts.browsers
 
     func register(on router: Router) {
-        let store = store
-        let authenticator = authenticator
         let hosts = webPushHosts
         router.post("/v1/devices") { request in
             let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)

@@ -7,8 +7,6 @@ struct PushRoutes {
     let authenticator: Authenticator
 
     func register(on router: Router) {
-        let receipts = receipts
-        let authenticator = authenticator
         router.post("/v1/push/{push_id}/ack") { request in
             let pushID = try request.parameter("push_id").lowercased()
             // Without a bearer, the payload's per-push capability (decision 0016). With no

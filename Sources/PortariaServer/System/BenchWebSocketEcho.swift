@@ -24,7 +24,6 @@ struct BenchWebSocketEcho {
     }
 
     func register(on router: Router) {
-        let hub = hub
         let handlers = WebSocketConnection.Handlers(
             onText: { connection, text in connection.sendOnLoop(text: Array(text.utf8)) },
             onBinary: { connection, bytes in connection.sendOnLoop(binary: bytes) })

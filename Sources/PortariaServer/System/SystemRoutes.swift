@@ -26,7 +26,6 @@ struct SystemRoutes {
     }
 
     func register(on router: Router) {
-        let database = database
         router.get("/healthz") { _ in
             do {
                 try await database.ping()
