@@ -18,6 +18,19 @@ public struct NotificationActionSpec: Sendable, Equatable {
     public var opensApp: Bool
     /// Needs the phone unlocked: a stranger holding a locked phone must not let anyone in.
     public var requiresUnlockedDevice: Bool
+
+    /// Runs without opening the app (a decision from the lock screen).
+    static func inBackground(_ identifier: String, _ title: String, isDestructive: Bool = false,
+                             requiresUnlockedDevice: Bool = false) -> NotificationActionSpec {
+        NotificationActionSpec(identifier: identifier, title: title, isDestructive: isDestructive, opensApp: false,
+                               requiresUnlockedDevice: requiresUnlockedDevice)
+    }
+
+    /// Opens the app, which needs the phone unlocked.
+    static func opensApp(_ identifier: String, _ title: String) -> NotificationActionSpec {
+        NotificationActionSpec(identifier: identifier, title: title, isDestructive: false, opensApp: true,
+                               requiresUnlockedDevice: true)
+    }
 }
 
 /// One category the server names in `aps.category`.
@@ -34,26 +47,17 @@ public enum NotificationCategories {
     /// downstairs or refusing does not.
     public static let delivery = NotificationCategorySpec(
         identifier: NotificationCategoryID.delivery,
-        actions: [
-            NotificationActionSpec(identifier: NotificationActionID.authorize, title: "Autorizar subida", isDestructive: false,
-                                   opensApp: false, requiresUnlockedDevice: true),
-            NotificationActionSpec(identifier: NotificationActionID.leaveAtConcierge, title: "Deixar na portaria", isDestructive: false,
-                                   opensApp: false, requiresUnlockedDevice: false),
-            NotificationActionSpec(identifier: NotificationActionID.deny, title: "Recusar", isDestructive: true,
-                                   opensApp: false, requiresUnlockedDevice: false),
-        ],
+        actions: [.inBackground(NotificationActionID.authorize, "Autorizar subida", requiresUnlockedDevice: true),
+                  .inBackground(NotificationActionID.leaveAtConcierge, "Deixar na portaria"),
+                  .inBackground(NotificationActionID.deny, "Recusar", isDestructive: true)],
         hiddenPreviewsSummary: "Entrega na portaria")
 
     /// `VISIT`: an alert ring (an iPhone without a VoIP token). Atender opens the call
     /// screen (the visitor's video decides); Negar refuses from the lock screen.
     public static let visit = NotificationCategorySpec(
         identifier: NotificationCategoryID.visit,
-        actions: [
-            NotificationActionSpec(identifier: NotificationActionID.answer, title: "Atender", isDestructive: false,
-                                   opensApp: true, requiresUnlockedDevice: true),
-            NotificationActionSpec(identifier: NotificationActionID.deny, title: "Negar", isDestructive: true,
-                                   opensApp: false, requiresUnlockedDevice: false),
-        ],
+        actions: [.opensApp(NotificationActionID.answer, "Atender"),
+                  .inBackground(NotificationActionID.deny, "Negar", isDestructive: true)],
         hiddenPreviewsSummary: "Visitante na portaria")
 
     public static let all = [delivery, visit]

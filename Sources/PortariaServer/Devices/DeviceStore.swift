@@ -1,65 +1,50 @@
 import Foundation
 import PortariaCore
 
-/// A device row as the server uses it (tokens included; never sent to clients as-is).
+/// A device row as the server uses it: what its owner sees, plus the tokens and the
+/// delivery record (never sent to clients as they are). `record.platform` and the other
+/// members of the view read through to it.
+@dynamicMemberLookup
 public struct DeviceRecord: Sendable, Equatable {
-    public var id: String
+    /// `GET /v1/devices`' view of it.
+    public var view: DeviceView
     public var userID: String
-    public var installationID: String
-    public var platform: String
     public var pushToken: String?
-    public var pushTokenStatus: String
     public var voipToken: String?
-    public var voipTokenStatus: String?
-    public var appVersion: String?
-    public var deviceName: String?
-    public var locale: String?
-    public var capabilities: DeviceCapabilities
-    public var createdAt: Date
-    public var updatedAt: Date
-    public var tokenRefreshedAt: Date
-    public var lastPushAt: Date?
-    public var lastAckAt: Date?
+    /// As stored: nil where no VoIP token was ever registered (the view says `missing`).
+    public var storedVoIPTokenStatus: String?
     public var lastSuccessAt: Date?
     public var consecutiveFailures: Int
     public var lastError: String?
     public var lastErrorAt: Date?
 
+    public subscript<Value>(dynamicMember member: KeyPath<DeviceView, Value>) -> Value { view[keyPath: member] }
+
     /// Required reads where the column is `NOT NULL` (Schema.swift, devices).
     init(_ row: SQLRow) throws {
         let required = row.required
-        id = try required.string("id")
+        let platform = try required.string("platform")
+        let capabilities = DeviceCapabilities(notificationsEnabled: try row.bool("notifications_enabled"),
+                                              fullScreenIntentAllowed: try row.bool("full_screen_intent_allowed"),
+                                              ignoringBatteryOptimizations: try row.bool("ignoring_battery_optimizations"),
+                                              manufacturer: try row.string("manufacturer"), osVersion: try row.string("os_version"))
+        // An iPhone without a PushKit token cannot ring with the app closed: "missing".
+        storedVoIPTokenStatus = try row.string("voip_token_status")
+        let voipTokenStatus = platform == "ios" ? (storedVoIPTokenStatus ?? "missing") : nil
+        view = DeviceView(id: try required.string("id"), installationID: try required.string("installation_id"), platform: platform,
+                          pushTokenStatus: try required.string("push_token_status"), voipTokenStatus: voipTokenStatus,
+                          appVersion: try row.string("app_version"), deviceName: try row.string("device_name"),
+                          locale: try row.string("locale"), capabilities: capabilities,
+                          createdAt: try required.date("created_at"), updatedAt: try required.date("updated_at"),
+                          tokenRefreshedAt: try required.date("token_refreshed_at"),
+                          lastPushAt: try row.date("last_push_at"), lastAckAt: try row.date("last_ack_at"))
         userID = try required.string("user_id")
-        installationID = try required.string("installation_id")
-        platform = try required.string("platform")
         pushToken = try row.string("push_token")
-        pushTokenStatus = try required.string("push_token_status")
         voipToken = try row.string("voip_token")
-        voipTokenStatus = try row.string("voip_token_status")
-        appVersion = try row.string("app_version")
-        deviceName = try row.string("device_name")
-        locale = try row.string("locale")
-        capabilities = DeviceCapabilities(notificationsEnabled: try row.bool("notifications_enabled"),
-                                          fullScreenIntentAllowed: try row.bool("full_screen_intent_allowed"),
-                                          ignoringBatteryOptimizations: try row.bool("ignoring_battery_optimizations"),
-                                          manufacturer: try row.string("manufacturer"), osVersion: try row.string("os_version"))
-        createdAt = try required.date("created_at")
-        updatedAt = try required.date("updated_at")
-        tokenRefreshedAt = try required.date("token_refreshed_at")
-        lastPushAt = try row.date("last_push_at")
-        lastAckAt = try row.date("last_ack_at")
         lastSuccessAt = try row.date("last_success_at")
         consecutiveFailures = Int(try required.int("consecutive_failures"))
         lastError = try row.string("last_error")
         lastErrorAt = try row.date("last_error_at")
-    }
-
-    public var view: DeviceView {
-        DeviceView(id: id, installationID: installationID, platform: platform, pushTokenStatus: pushTokenStatus,
-                   voipTokenStatus: platform == "ios" ? (voipTokenStatus ?? "missing") : nil,
-                   appVersion: appVersion, deviceName: deviceName, locale: locale, capabilities: capabilities,
-                   createdAt: createdAt, updatedAt: updatedAt, tokenRefreshedAt: tokenRefreshedAt,
-                   lastPushAt: lastPushAt, lastAckAt: lastAckAt)
     }
 }
 
@@ -115,7 +100,7 @@ public struct DeviceStore: Sendable {
             if registration.platform == "ios", registration.voipToken == nil, let existing, existing.platform == "ios",
                let kept = existing.voipToken {
                 registration.voipToken = kept
-                keptVoIPStatus = existing.voipTokenStatus
+                keptVoIPStatus = existing.storedVoIPTokenStatus
             }
             // Take the tokens off any other row first (the unique indexes demand it).
             try db.execute("UPDATE devices SET push_token = NULL, push_token_status = 'moved', updated_at = ? WHERE push_token = ? AND id <> ?",

@@ -158,7 +158,7 @@ public struct PushReceipts: Sendable {
                 lastProviderErrorAt: device.lastErrorAt, lastPushAt: device.lastPushAt, lastAckAt: device.lastAckAt,
                 tokenAgeDays: max(0, Int(at.timeIntervalSince(device.tokenRefreshedAt) / 86_400)),
                 pushTokenStatus: device.pushTokenStatus,
-                voipTokenStatus: device.platform == "ios" ? (device.voipTokenStatus ?? "missing") : nil,
+                voipTokenStatus: device.voipTokenStatus,
                 riskFlags: flags))
         }
         let rank = ["failing": 0, "unverified": 1, "healthy": 2]
