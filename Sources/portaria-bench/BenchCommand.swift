@@ -76,9 +76,11 @@ struct BenchError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// What a benchmark drives: `serve --demo`'s data unless the options name other
-/// (`--label` names the database in RESULT lines; `--username`/`--password` log in).
+/// What a benchmark drives: the server at `--url`, with `serve --demo`'s data unless the
+/// options name other (`--label` names the database in RESULT lines;
+/// `--username`/`--password` log in).
 struct DemoTarget {
+    let baseURL: String
     let label: String
     let username: String
     let password: String
@@ -86,7 +88,8 @@ struct DemoTarget {
     let gate: String
     let unitLabel: String
 
-    init(_ options: Options) {
+    init(_ options: Options) throws {
+        baseURL = try options.serverURL()
         label = options.string("label") ?? "-"
         username = options.string("username") ?? "portaria"
         password = options.string("password") ?? "demo1234"

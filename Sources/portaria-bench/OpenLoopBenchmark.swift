@@ -17,7 +17,6 @@ import PortariaWebSocket
 /// schedule the client was when it sent (p99), so a figure where the client, not the
 /// server, fell behind is visible as such.
 struct OpenLoopBenchmark {
-    let baseURL: String
     let rates: [Int]
     let seconds: Double
     let limitMilliseconds: Double
@@ -26,7 +25,6 @@ struct OpenLoopBenchmark {
     let target: DemoTarget
 
     init(options: Options) throws {
-        baseURL = try options.serverURL()
         let rateList = options.string("rates") ?? "100,300,1000"
         let parsed = rateList.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !parsed.isEmpty, parsed.allSatisfy({ (1...100_000).contains($0) }) else {
@@ -37,7 +35,7 @@ struct OpenLoopBenchmark {
         limitMilliseconds = Double(try options.count("limit-ms", default: 25))
         maxInFlight = try options.count("max-in-flight", default: 2000)
         bisections = max(0, try options.int("bisections", default: 3))
-        target = DemoTarget(options)
+        target = try DemoTarget(options)
     }
 
     /// One scenario at one rate.
@@ -51,7 +49,7 @@ struct OpenLoopBenchmark {
     }
 
     func run() async throws {
-        let http = BenchHTTP(baseURL: baseURL, connections: 256)
+        let http = BenchHTTP(baseURL: target.baseURL, connections: 256)
         let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
         let people = try await target.residents(http)
         let gate = target.gate

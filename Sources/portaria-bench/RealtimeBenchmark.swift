@@ -9,7 +9,6 @@ import PortariaWebSocket
 /// With `--second-url`, the same again with the sockets on a second instance sharing the
 /// PostgreSQL database (delivery through NOTIFY), and the difference between the two.
 struct RealtimeBenchmark {
-    let baseURL: String
     let secondURL: String?
     let connections: Int
     let visits: Int
@@ -19,14 +18,13 @@ struct RealtimeBenchmark {
     let target: DemoTarget
 
     init(options: Options) throws {
-        baseURL = try options.serverURL()
         secondURL = options.url("second-url")
         connections = try options.count("connections", default: 5000)
         visits = try options.count("visits", default: 20)
         serverPID = try options.optionalInt("server-pid")
         secondServerPID = try options.optionalInt("second-server-pid")
         concurrency = try options.count("concurrency", default: 128)
-        target = DemoTarget(options)
+        target = try DemoTarget(options)
     }
 
     struct Phase {
@@ -38,13 +36,13 @@ struct RealtimeBenchmark {
     func run() async throws {
         let fileLimit = ResourceLimits.raiseOpenFileLimit()
         if fileLimit < connections + 64 { print("warning: open file limit \(fileLimit) is below \(connections) connections") }
-        let http = BenchHTTP(baseURL: baseURL, connections: 4)
+        let http = BenchHTTP(baseURL: target.baseURL, connections: 4)
         let (token, companyID) = try await http.login(target.username, password: target.password, company: target.company)
         let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
         let context = Context(http: http, token: token, companyID: companyID, unitID: unitID)
 
         print("realtime fan-out (\(target.label)): \(connections) sockets of '\(target.username)', \(visits) visits at \(target.gate) for \(target.unitLabel)")
-        let single = try await phase(name: "single instance", socketsAt: baseURL, pid: serverPID, context)
+        let single = try await phase(name: "single instance", socketsAt: target.baseURL, pid: serverPID, context)
         report(single, scenario: "realtime")
         guard let secondURL else { return }
         let cross = try await phase(name: "cross-instance (sockets on \(secondURL))", socketsAt: secondURL, pid: secondServerPID, context)

@@ -10,22 +10,20 @@ import PortariaCore
 /// Throughput is also printed as a ratio to /healthz measured in the same run, so runs on
 /// a loaded machine stay comparable.
 struct VisitsBenchmark {
-    let baseURL: String
     let concurrency: Int
     let requests: Int
     let warmup: Int
     let target: DemoTarget
 
     init(options: Options) throws {
-        baseURL = try options.serverURL()
         concurrency = try options.count("concurrency", default: 50)
         requests = try options.count("requests", default: 2000)
         warmup = try options.int("warmup", default: 100)
-        target = DemoTarget(options)
+        target = try DemoTarget(options)
     }
 
     func run() async throws {
-        let http = BenchHTTP(baseURL: baseURL, connections: concurrency + 4)
+        let http = BenchHTTP(baseURL: target.baseURL, connections: concurrency + 4)
         let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
         let people = try await target.residents(http)
         print("visits (\(target.label)): \(requests) requests per scenario, \(concurrency) concurrent clients, unit \(target.unitLabel)")
