@@ -280,16 +280,11 @@ public struct PushHealthDevice: Codable, Sendable, Equatable {
 
 /// `GET /v1/admin/push_health`.
 public struct PushHealthReport: Codable, Sendable, Equatable {
+    /// How many of `devices` are in each status.
     public struct Summary: Codable, Sendable, Equatable {
         public var healthy: Int
         public var failing: Int
         public var unverified: Int
-
-        public init(healthy: Int, failing: Int, unverified: Int) {
-            self.healthy = healthy
-            self.failing = failing
-            self.unverified = unverified
-        }
     }
 
     public var generatedAt: Date
@@ -297,10 +292,12 @@ public struct PushHealthReport: Codable, Sendable, Equatable {
     /// Failing devices first, then unverified, then healthy.
     public var devices: [PushHealthDevice]
 
-    public init(generatedAt: Date, summary: Summary, devices: [PushHealthDevice]) {
+    /// The summary is counted from `devices`, so the two cannot disagree.
+    public init(generatedAt: Date, devices: [PushHealthDevice]) {
         self.generatedAt = generatedAt
-        self.summary = summary
         self.devices = devices
+        summary = Summary(healthy: devices.count { $0.status == "healthy" }, failing: devices.count { $0.status == "failing" },
+                          unverified: devices.count { $0.status == "unverified" })
     }
 
     enum CodingKeys: String, CodingKey {

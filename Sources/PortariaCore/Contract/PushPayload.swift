@@ -139,27 +139,20 @@ public enum PushPayload: Sendable, Equatable {
     case unknown(type: String, pushID: String?, ackToken: String? = nil)
 
     /// The push id every payload carries (what `POST /v1/push/{push_id}/ack` takes).
-    public var pushID: String? {
-        switch self {
-        case .ring(let push): return push.pushID
-        case .ringCancelled(let push): return push.pushID
-        case .delivery(let push): return push.pushID
-        case .deliveryResolved(let push): return push.pushID
-        case .test(let pushID, _, _): return pushID
-        case .unknown(_, let pushID, _): return pushID
-        }
-    }
+    public var pushID: String? { receiptFields.pushID }
 
     /// The per-push capability that acknowledges this push without a session (decision
     /// 0016); nil from an older server, in which case only a bearer can acknowledge.
-    public var ackToken: String? {
+    public var ackToken: String? { receiptFields.ackToken }
+
+    private var receiptFields: (pushID: String?, ackToken: String?) {
         switch self {
-        case .ring(let push): return push.ackToken
-        case .ringCancelled(let push): return push.ackToken
-        case .delivery(let push): return push.ackToken
-        case .deliveryResolved(let push): return push.ackToken
-        case .test(_, _, let token): return token
-        case .unknown(_, _, let token): return token
+        case .ring(let push): return (push.pushID, push.ackToken)
+        case .ringCancelled(let push): return (push.pushID, push.ackToken)
+        case .delivery(let push): return (push.pushID, push.ackToken)
+        case .deliveryResolved(let push): return (push.pushID, push.ackToken)
+        case .test(let pushID, _, let token): return (pushID, token)
+        case .unknown(_, let pushID, let token): return (pushID, token)
         }
     }
 

@@ -20,12 +20,6 @@ public struct VisitorLocation: Sendable, Equatable, Codable {
         case lat, lon
         case accuracyM = "accuracy_m"
     }
-
-    public init(lat: Double, lon: Double, accuracyM: Double) {
-        self.lat = lat
-        self.lon = lon
-        self.accuracyM = accuracyM
-    }
 }
 
 /// How the visitor's position relates to the gate.

@@ -163,11 +163,7 @@ public struct PushReceipts: Sendable {
         }
         let rank = ["failing": 0, "unverified": 1, "healthy": 2]
         entries.sort { (rank[$0.status] ?? 3, -$0.consecutiveFailures, $0.user.name) < (rank[$1.status] ?? 3, -$1.consecutiveFailures, $1.user.name) }
-        return PushHealthReport(generatedAt: at,
-                                summary: .init(healthy: entries.count { $0.status == "healthy" },
-                                               failing: entries.count { $0.status == "failing" },
-                                               unverified: entries.count { $0.status == "unverified" }),
-                                devices: entries)
+        return PushHealthReport(generatedAt: at, devices: entries)
     }
 
     /// What the app reported that predicts a missed ring.

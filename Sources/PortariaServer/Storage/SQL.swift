@@ -95,7 +95,8 @@ extension SQLValue {
         switch self {
         case .integer(let value): return value
         case .text(let value): return Int64(value)
-        case .real(let value): return Int64(value)
+        // Truncated like a C cast, but nil instead of a trap for NaN or a real out of range.
+        case .real(let value): return Int64(exactly: value.rounded(.towardZero))
         case .null: return nil
         }
     }

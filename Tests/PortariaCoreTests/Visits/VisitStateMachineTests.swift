@@ -1,5 +1,5 @@
 import Foundation
-import PortariaCore
+@testable import PortariaCore
 import Testing
 
 @Suite("Visit state machine")
