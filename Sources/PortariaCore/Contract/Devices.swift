@@ -125,23 +125,6 @@ public struct WebPushSubscription: Codable, Sendable, Equatable {
 /// A registered device as its owner sees it (`GET /v1/devices`). Tokens are not echoed:
 /// only whether each one is usable.
 public struct DeviceView: Codable, Sendable, Equatable {
-
-    public init(id: String, installationID: String, platform: String, pushTokenStatus: String, voipTokenStatus: String?, appVersion: String?, deviceName: String?, locale: String?, capabilities: DeviceCapabilities, createdAt: Date, updatedAt: Date, tokenRefreshedAt: Date, lastPushAt: Date?, lastAckAt: Date?) {
-        self.id = id
-        self.installationID = installationID
-        self.platform = platform
-        self.pushTokenStatus = pushTokenStatus
-        self.voipTokenStatus = voipTokenStatus
-        self.appVersion = appVersion
-        self.deviceName = deviceName
-        self.locale = locale
-        self.capabilities = capabilities
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.tokenRefreshedAt = tokenRefreshedAt
-        self.lastPushAt = lastPushAt
-        self.lastAckAt = lastAckAt
-    }
     public var id: String
     public var installationID: String
     public var platform: String
@@ -157,6 +140,25 @@ public struct DeviceView: Codable, Sendable, Equatable {
     public var tokenRefreshedAt: Date
     public var lastPushAt: Date?
     public var lastAckAt: Date?
+
+    public init(id: String, installationID: String, platform: String, pushTokenStatus: String, voipTokenStatus: String?,
+                appVersion: String?, deviceName: String?, locale: String?, capabilities: DeviceCapabilities,
+                createdAt: Date, updatedAt: Date, tokenRefreshedAt: Date, lastPushAt: Date?, lastAckAt: Date?) {
+        self.id = id
+        self.installationID = installationID
+        self.platform = platform
+        self.pushTokenStatus = pushTokenStatus
+        self.voipTokenStatus = voipTokenStatus
+        self.appVersion = appVersion
+        self.deviceName = deviceName
+        self.locale = locale
+        self.capabilities = capabilities
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.tokenRefreshedAt = tokenRefreshedAt
+        self.lastPushAt = lastPushAt
+        self.lastAckAt = lastAckAt
+    }
 
     enum CodingKeys: String, CodingKey {
         case id
