@@ -15,8 +15,8 @@ public protocol DeviceRegistrationState: Sendable {
 /// chamada" — and unregisters it at logout (`DELETE /v1/devices/{id}`), so a logged-out
 /// phone stops receiving pushes with visitor names.
 ///
-/// - Registrations that would change nothing (same user, company, tokens, capabilities)
-///   are skipped.
+/// - Registrations that would change nothing (same user, and the same body: tokens, facts,
+///   capabilities) are skipped.
 /// - An iOS registration always carries the VoIP token this installation has: a renewal
 ///   of the alert token alone would otherwise reach the server without `voip_token` and
 ///   the iPhone would stop ringing with the app closed. The registrar keeps the last VoIP

@@ -11,7 +11,8 @@ public struct DeviceRecord: Sendable, Equatable {
     public var userID: String
     public var pushToken: String?
     public var voipToken: String?
-    /// As stored: nil where no VoIP token was ever registered (the view says `missing`).
+    /// As stored: nil on Android and web rows (`register` writes `missing` for an iPhone
+    /// without one); the view shows it for iOS only, `missing` where an older row has none.
     public var storedVoIPTokenStatus: String?
     public var lastSuccessAt: Date?
     public var consecutiveFailures: Int
@@ -28,8 +29,8 @@ public struct DeviceRecord: Sendable, Equatable {
                                               fullScreenIntentAllowed: try row.bool("full_screen_intent_allowed"),
                                               ignoringBatteryOptimizations: try row.bool("ignoring_battery_optimizations"),
                                               manufacturer: try row.string("manufacturer"), osVersion: try row.string("os_version"))
-        // An iPhone without a PushKit token cannot ring with the app closed: "missing".
         storedVoIPTokenStatus = try row.string("voip_token_status")
+        // Only an iPhone has a VoIP token to report (without one it cannot ring with the app closed).
         let voipTokenStatus = platform == "ios" ? (storedVoIPTokenStatus ?? "missing") : nil
         view = DeviceView(id: try required.string("id"), installationID: try required.string("installation_id"), platform: platform,
                           pushTokenStatus: try required.string("push_token_status"), voipTokenStatus: voipTokenStatus,
