@@ -280,11 +280,13 @@ async function load() {
     showError("home-error", "");
     const open = (history.visits || []).filter((visit) => ["ringing", "answered"].includes(visit.status));
     const seen = new Set();
+    const focus = focusInList();
     render("live", open, seen);
     $("live-section").hidden = open.length === 0;
     render("pending", pending.visits || [], seen);
     render("history", (history.visits || []).filter((visit) => !open.includes(visit)), seen);
     for (const item of document.querySelectorAll("li.visit")) if (!seen.has(item.dataset.id)) item.remove();
+    focus.restore();
     noteMoves();
     // From now on an item that appears does so where something else was (or the buttons
     // above the list were): the first ring into an empty list moves them down.
@@ -295,10 +297,36 @@ async function load() {
   }
 }
 
+/**
+ * A button of the list that has focus (a keyboard or screen-reader user's place) keeps it
+ * through a refresh: a redraw replaces the item's buttons and a move takes the item out of
+ * the document for a moment, and either sends focus to the page's start. `restore` gives
+ * it back to the same button, or to the one now in its place (the item's Detalhes if a
+ * decision button went away with the decision).
+ */
+function focusInList() {
+  const had = document.activeElement;
+  const item = had && had.closest ? had.closest("li.visit") : null;
+  if (!item) return { restore() {} };
+  const id = item.dataset.id;
+  const action = had.dataset.action;
+  return {
+    restore() {
+      if (document.activeElement === had) return;
+      const now = document.querySelector(`li.visit[data-id="${CSS.escape(id)}"]`);
+      if (!now) return;
+      const target = now.contains(had) ? had
+        : (action && now.querySelector(`button[data-action="${CSS.escape(action)}"]`)) || now.querySelector("button.details");
+      if (target) target.focus();
+    },
+  };
+}
+
 /** Puts `visits` into the list, reusing (and moving) existing items across lists. */
 function render(listID, visits, seen) {
   const list = $(listID);
   $(`${listID}-empty`).hidden = visits.length > 0;
+  let previous = null;
   for (const visit of visits) {
     seen.add(visit.id);
     let item = document.querySelector(`li.visit[data-id="${CSS.escape(visit.id)}"]`);
@@ -314,7 +342,10 @@ function render(listID, visits, seen) {
       fillVisit(item, visit);
       item.dataset.signature = signature;
     }
-    list.appendChild(item);
+    // Only an item out of place is moved: a move blurs whatever has focus inside it.
+    const wanted = previous ? previous.nextElementSibling : list.firstElementChild;
+    if (item !== wanted) list.insertBefore(item, wanted);
+    previous = item;
   }
 }
 

@@ -142,6 +142,42 @@ struct ResidentAppScreensTests {
         }
     }
 
+    @Test("Focus on a list button survives a refresh: a new ring moves the list, a neighbour's decision redraws the item")
+    func focusSurvivesRefresh() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let first = try await ResidentAppBrowserTests().ring(server, name: "Visitante Foco")
+            try await WebDriver.with { browser in
+                try await ResidentAppDefectTests().loginAsMaria(browser, base: "http://127.0.0.1:\(server.port)", waitingFor: first)
+                try await Self.homeSettled(browser)
+                let focusedItem = "return document.activeElement.closest('li.visit')?.dataset.id ?? ''"
+                let focusedIsDetails = "return document.activeElement.classList.contains('details')"
+                try await browser.execute("document.querySelector(arguments[0]).focus()", ["li.visit[data-id='\(first)'] button.details"])
+                #expect(try await browser.execute(focusedItem) as? String == first)
+
+                // A second ring: the list refreshes and the new item goes in above.
+                let second = try await ResidentAppBrowserTests().ring(server, name: "Visitante Segundo")
+                try await browser.waitFor("the second visit in the list", within: .seconds(30)) {
+                    try await browser.execute("return !!document.querySelector(arguments[0])", ["li.visit[data-id='\(second)']"]) as? Bool == true
+                }
+                #expect(try await browser.execute(focusedItem) as? String == first, "focus left the list on a refresh")
+                #expect(try await browser.execute(focusedIsDetails) as? Bool == true)
+
+                // João denies the first: its item is redrawn in the history; focus follows it.
+                let joao = try await RealtimeTests.login(server, "joao")
+                let denied = try await server.request("POST", "/v1/visits/\(first)/resolve", headers: [
+                    ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
+                    ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
+                ], body: Array(#"{"action":"deny"}"#.utf8))
+                #expect(denied.status == 200, "\(denied.text)")
+                try await browser.waitFor("the first visit in the history", within: .seconds(30)) {
+                    try await browser.execute("return !!document.querySelector(arguments[0])", ["#history li.visit[data-id='\(first)']"]) as? Bool == true
+                }
+                #expect(try await browser.execute(focusedItem) as? String == first, "focus left the list when the item was redrawn")
+                #expect(try await browser.execute(focusedIsDetails) as? Bool == true)
+            }
+        }
+    }
+
     @Test("Settings: the delivery rule and the ring order are saved on the server; a device is removed; the notification state says how to fix it")
     func settings() async throws {
         try await TestServer.with(["--demo"]) { server in
