@@ -12,6 +12,16 @@ struct ResidentAppBrowserTests {
         try await ringWithToken(server, name: name, kind: kind).id
     }
 
+    /// João (A-101's other resident) denies `visit` through the API, as his phone would.
+    func joaoDenies(_ server: TestServer, _ visit: String) async throws {
+        let joao = try await RealtimeTests.login(server, "joao")
+        let denied = try await server.request("POST", "/v1/visits/\(visit)/resolve", headers: [
+            ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
+            ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
+        ], body: Array(#"{"action":"deny"}"#.utf8))
+        #expect(denied.status == 200, "\(denied.text)")
+    }
+
     /// Rings A-101 from the demo gate; returns the visit id and the visitor token.
     func ringWithToken(_ server: TestServer, name: String, kind: String = "visit") async throws -> (id: String, token: String) {
         let gate = try await server.request("GET", "/v1/gates/demo-gate")
@@ -73,12 +83,7 @@ struct ResidentAppBrowserTests {
                       window.tapAfterMove = { early, disabled: button.disabled, message: item.querySelector('.message').textContent };
                     }).observe(document.getElementById('history'), { childList: true });
                     """, [second])
-                let joao = try await RealtimeTests.login(server, "joao")
-                let denied = try await server.request("POST", "/v1/visits/\(second)/resolve", headers: [
-                    ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
-                    ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
-                ], body: Array(#"{"action":"deny"}"#.utf8))
-                #expect(denied.status == 200, "\(denied.text)")
+                try await joaoDenies(server, second)
                 var tap: [String: Any] = [:]
                 try await browser.waitFor("the tap that lands as the item moves to the history") {
                     tap = try await browser.execute("return window.tapAfterMove || null") as? [String: Any] ?? [:]

@@ -130,12 +130,7 @@ struct ResidentAppScreensTests {
                 // (the outcome line says who, the timeline has the decision).
                 try await browser.click(css: "li.visit[data-id='\(visit)'] button.details")
                 try await browser.waitForText("#detail-location", containing: "da portaria, a nordeste")
-                let joao = try await RealtimeTests.login(server, "joao")
-                let denied = try await server.request("POST", "/v1/visits/\(visit)/resolve", headers: [
-                    ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
-                    ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
-                ], body: Array(#"{"action":"deny"}"#.utf8))
-                #expect(denied.status == 200, "\(denied.text)")
+                try await ResidentAppBrowserTests().joaoDenies(server, visit)
                 try await browser.waitForText("#detail-outcome", containing: "Negado por João Souza às ")
                 try await browser.waitForText("#detail-attempts", containing: "João decidiu")
             }
@@ -163,12 +158,7 @@ struct ResidentAppScreensTests {
                 #expect(try await browser.execute(focusedIsDetails) as? Bool == true)
 
                 // João denies the first: its item is redrawn in the history; focus follows it.
-                let joao = try await RealtimeTests.login(server, "joao")
-                let denied = try await server.request("POST", "/v1/visits/\(first)/resolve", headers: [
-                    ("Authorization", "Bearer \(joao.token)"), ("X-Company-Id", joao.companyID),
-                    ("Content-Type", "application/json"), ("Idempotency-Key", UUID().uuidString),
-                ], body: Array(#"{"action":"deny"}"#.utf8))
-                #expect(denied.status == 200, "\(denied.text)")
+                try await ResidentAppBrowserTests().joaoDenies(server, first)
                 try await browser.waitFor("the first visit in the history", within: .seconds(30)) {
                     try await browser.execute("return !!document.querySelector(arguments[0])", ["#history li.visit[data-id='\(first)']"]) as? Bool == true
                 }
