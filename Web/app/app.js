@@ -317,7 +317,7 @@ function focusInList() {
       if (!now) return;
       const target = now.contains(had) ? had
         : (action && now.querySelector(`button[data-action="${CSS.escape(action)}"]`)) || now.querySelector("button.details");
-      if (target) target.focus();
+      if (target) target.focus({ preventScroll: true }); // the page does not jump under a sighted user
     },
   };
 }
