@@ -301,25 +301,33 @@ async function load() {
  * A button of the list that has focus (a keyboard or screen-reader user's place) keeps it
  * through a refresh: a redraw replaces the item's buttons and a move takes the item out of
  * the document for a moment, and either sends focus to the page's start. `restore` gives
- * it back to the same button, or to the one now in its place (the item's Detalhes if a
- * decision button went away with the decision).
+ * it back (`sameOrSuccessor`).
  */
 function focusInList() {
   const had = document.activeElement;
   const item = had && had.closest ? had.closest("li.visit") : null;
   if (!item) return { restore() {} };
   const id = item.dataset.id;
-  const action = had.dataset.action;
   return {
     restore() {
       if (document.activeElement === had) return;
-      const now = document.querySelector(`li.visit[data-id="${CSS.escape(id)}"]`);
-      if (!now) return;
-      const target = now.contains(had) ? had
-        : (action && now.querySelector(`button[data-action="${CSS.escape(action)}"]`)) || now.querySelector("button.details");
+      const target = sameOrSuccessor(had, id);
       if (target) target.focus({ preventScroll: true }); // the page does not jump under a sighted user
     },
   };
+}
+
+/**
+ * `button` if it is still on the page; else, in visit `visitID`'s item (redrawn
+ * meanwhile), the button in its place (same `data-action`), or the item's Detalhes (a
+ * decision button goes away with the decision); null when the visit left the list.
+ */
+function sameOrSuccessor(button, visitID) {
+  if (document.contains(button)) return button;
+  const item = visitID ? document.querySelector(`li.visit[data-id="${CSS.escape(visitID)}"]`) : null;
+  if (!item) return null;
+  const action = button.dataset.action;
+  return (action && item.querySelector(`button[data-action="${CSS.escape(action)}"]`)) || item.querySelector("button.details");
 }
 
 /** Puts `visits` into the list, reusing (and moving) existing items across lists. */
@@ -878,9 +886,7 @@ function backHome() {
   detailVisitID = "";
   showView("view-home");
   // The list may have redrawn the visit meanwhile: its new Detalhes button, then.
-  const again = returnFocus && returnFocus.dataset.visit
-    ? document.querySelector(`li.visit[data-id="${CSS.escape(returnFocus.dataset.visit)}"] button.details`) : null;
-  const target = returnFocus && document.contains(returnFocus) ? returnFocus : again || $("refresh");
+  const target = (returnFocus && sameOrSuccessor(returnFocus, returnFocus.dataset.visit)) || $("refresh");
   target.focus();
   returnFocus = null;
 }
