@@ -420,7 +420,7 @@ struct RealtimeAbuseTests {
 
     @Test("a socket flooding the feed is closed (1008) and another company's event still arrives promptly")
     func floodingSocketDoesNotDelayOthers() async throws {
-        try await TestServer.with(["--demo", "--gate-limit", "1000"]) { server in
+        try await TestServer.with(["--demo", "--gate-limit", "1000", "--unit-ring-limit", "1000", "--gate-ring-limit", "1000"]) { server in
             let ana = try await R.login(server, "ana")
             let carlos = try await R.login(server, "carlos", company: "Condomínio Azul")
             let flooder = try await R.subscribe(server, ana)

@@ -117,6 +117,11 @@ struct MediaSnifferHostileInputTests {
         #expect(voiceFailure(HostileMedia.m4aHugeDuration()) == .tooLong(Self.cap))
     }
 
+    @Test("an M4A whose duration's milliseconds overflow only in the final sum is too long, not 382 ms")
+    func m4aDurationSumWraps() {
+        #expect(voiceFailure(HostileMedia.m4aDurationSumWraps()) == .tooLong(Self.cap))
+    }
+
     @Test("every crafted voice message in the list ends in a Failure")
     func everyCrash() {
         for (name, bytes) in HostileMedia.voiceCrashes {
