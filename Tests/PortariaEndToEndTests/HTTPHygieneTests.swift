@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaWebSocket
 import Testing
 
 /// Framing, head deadlines and response headers of the real `portaria serve`
@@ -70,6 +71,25 @@ struct HTTPHygieneTests {
             #expect(closed == tricklers.count, "\(tricklers.count - closed) of \(tricklers.count) trickled heads still open after 40 s")
             // A head sent whole on a fresh connection is answered as always.
             #expect(try await server.request("GET", "/healthz").status == 200)
+        }
+    }
+
+    @Test("a WebSocket is not closed by the head deadline: idle past it, it still echoes")
+    func upgradedSocketOutlivesHeadDeadline() async throws {
+        try await TestServer.with(["--enable-bench-routes"], environment: ["PORTARIA_HEAD_TIMEOUT_SECONDS": "1"]) { server in
+            let socket = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(server.port)/v1/bench/ws/echo")
+            var events = socket.events.makeAsyncIterator()
+            socket.send(text: "antes")
+            #expect(await events.next() == .text("antes"))
+            // A connection opened after the socket and silent: once the server has closed it
+            // for its head deadline, the socket's own deadline (were it tracked) has passed too.
+            let silent = try await server.connect()
+            let closed = try await offload { silent.waitForClose(timeout: .seconds(30)) }
+            #expect(closed, "the silent connection was never closed")
+            socket.send(text: "depois")
+            #expect(await events.next() == .text("depois"))
+            socket.close(code: .normal)
+            #expect(await events.next() == .closed(code: .normal, reason: ""))
         }
     }
 }
