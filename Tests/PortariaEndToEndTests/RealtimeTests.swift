@@ -249,7 +249,7 @@ struct RealtimeTests {
         }
     }
 
-    @Test("a reconnect from before pruned events gets resync_required, never a replay with a hole (decision 0050)")
+    @Test("a reconnect from before pruned events gets resync_required, never a replay with a hole (decision 0055)")
     func replayAcrossPrunedEvents() async throws {
         var server = try await TestServer.start(["--demo"])
         defer { Task { [server] in await server.stop() } }
