@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Bodies in memory (issue 10, finding 10): a server-wide budget for buffered request
+/// Bodies in memory: a server-wide budget for buffered request
 /// bodies, and a per-address connection limit.
 @Suite("Request bodies and connections per address")
 struct BodyBudgetTests {

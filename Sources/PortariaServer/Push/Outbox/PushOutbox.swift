@@ -178,7 +178,7 @@ struct ClaimedPush: Sendable {
     var attempt: Int
 }
 
-/// The outbox's state transitions (issue 11 item 3): every write to `push_jobs` and
+/// The outbox's state transitions: every write to `push_jobs` and
 /// `push_attempts` after the enqueue lives here; the worker decides, the outbox records.
 ///
 ///     pending ──claim──▶ sending ──▶ sent | pending (retry scheduled) | failed | expired
