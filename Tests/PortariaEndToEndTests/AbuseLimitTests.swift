@@ -365,6 +365,8 @@ extension SecuritySuites {
         @Test("a visitor token has 10 uploads for its visit and 30 realtime tickets per 10 minutes; past that 429 with Retry-After")
         func uploadsAndTicketsPerToken() async throws {
             try await TestServer.with(["--demo"]) { server in
+                // Replacements are taken only during the first ring step (decision 0072).
+                try await MediaShareTests.slowFirstStep(server)
                 let (_, token) = try await R.ring(server)
                 for attempt in 1...10 {
                     let response = try await Self.upload(server, token, "photo", sampleJPEG(marker: UInt8(0x30 + attempt)))

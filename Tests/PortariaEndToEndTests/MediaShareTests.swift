@@ -18,6 +18,25 @@ struct MediaShareTests {
         return (try #require((body["visit"] as? [String: Any])?["id"] as? String), try #require(body["visitor_token"] as? String))
     }
 
+    /// Makes A-101 ring Maria for 120 s before João (the longest step): a visitor may replace
+    /// media only during the first step, and a test that replaces must not depend on how
+    /// fast a loaded machine answers.
+    static func slowFirstStep(_ server: TestServer) async throws {
+        let maria = try await R.login(server, "maria")
+        let unit = try #require(try await RingTargetLimitTests.units(server)["A-101"])
+        let current = try await server.get("/v1/units/\(unit)/settings", bearer: maria.token, company: maria.companyID)
+        guard case .object(var settings) = try JSONCoding.decoder().decode(JSONValue.self, from: Data(current.body))["settings"] ?? .null else {
+            throw HarnessError("no settings in \(current.text)")
+        }
+        settings["ring_step_seconds"] = .number(120)
+        settings["ring_window_seconds"] = .number(600)
+        let changed = try await server.request("PUT", "/v1/units/\(unit)/settings",
+                                               headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                                                         ("Content-Type", "application/json")],
+                                               body: Array(JSONValue.object(settings).jsonText.utf8))
+        try #require(changed.status == 200, "\(changed.status) \(changed.text)")
+    }
+
     static func upload(_ server: TestServer, _ token: String, _ kind: String, _ bytes: [UInt8], from client: String) async throws -> RawResponse {
         try await server.request("POST", "/v1/visitor/visit/\(kind)",
                                  headers: [("Authorization", "Bearer \(token)"), ("X-Forwarded-For", client),
@@ -61,6 +80,7 @@ struct MediaShareTests {
     func visitShare() async throws {
         // 256 MiB / 64 = 4 MiB a visit: the third 2 MiB photo of one visit is over it.
         try await TestServer.with(["--demo", "--media-quota-mb", "256"]) { server in
+            try await Self.slowFirstStep(server)
             let (_, token) = try await R.ring(server)
             for attempt in 0..<2 {
                 let reply = try await Tokens.upload(server, token, "photo", sampleJPEG(scanBytes: 2 * 1024 * 1024 - 400, marker: UInt8(0x50 + attempt)))
@@ -77,7 +97,8 @@ struct MediaShareTests {
         try await TestServer.with(["--demo"]) { server in
             let maria = try await R.login(server, "maria")
             let joao = try await R.login(server, "joao")
-            // A-101 rings Maria first, then João.
+            // A-101 rings Maria first (for 120 s, unless she declines), then João.
+            try await Self.slowFirstStep(server)
             let (visit, token) = try await R.ring(server)
             #expect(try await Tokens.upload(server, token, "photo", sampleJPEG(marker: 0x61)).status == 200)
             // Before anyone declined the visitor may still retake it.

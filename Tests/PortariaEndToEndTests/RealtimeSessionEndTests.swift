@@ -23,7 +23,7 @@ struct RealtimeSessionEndTests {
         var frames: [JSONValue] = []
         var closed: UInt16?
         reading: while true {
-            switch await socket.read(timeout: .seconds(8)) {
+            switch await socket.read(timeout: .seconds(30)) {
             case .frame(let frame): frames.append(frame)
             case .closed(let code): closed = code; break reading
             case .timedOut: break reading
