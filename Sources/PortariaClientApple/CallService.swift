@@ -3,10 +3,12 @@
 // button goes through CallKit) is the coordinator's, tested on Linux; this file only maps
 // its effects onto Apple's calls.
 //
-// iOS only: `AVAudioSession` is unavailable on macOS (API_UNAVAILABLE(macos)), and the
-// package also builds for macOS — `canImport(AVFAudio)` alone would be true there and the
-// file would not compile.
-#if os(iOS) && canImport(CallKit) && canImport(PushKit) && canImport(AVFAudio)
+// iOS only (`canImport(UIKit)`: iOS and Mac Catalyst, not macOS): `AVAudioSession` is
+// unavailable on macOS (API_UNAVAILABLE(macos)), and the package also builds for macOS —
+// `canImport(AVFAudio)` alone would be true there and the file would not compile. (Not
+// `os(iOS)`: the Linux type-check, scripts/ios-typecheck, compiles this file against
+// stand-in modules, and `os(…)` cannot be made true there.)
+#if canImport(CallKit) && canImport(PushKit) && canImport(AVFAudio) && canImport(UIKit)
 import AVFAudio
 import CallKit
 import Foundation
@@ -305,7 +307,7 @@ public final class CallService: NSObject {
         if let event = status.coordinatorEvent(visitID: visitID) { handle(event) }
     }
 
-    static func endedReason(_ reason: CallEndReason) -> CXCallEndedReason {
+    static func endedReason(_ reason: PortariaClient.CallEndReason) -> CXCallEndedReason {
         switch reason {
         case .answeredElsewhere: return .answeredElsewhere
         case .declinedElsewhere: return .declinedElsewhere
@@ -365,6 +367,11 @@ extension CallService: @preconcurrency CXProviderDelegate {
             handle(.userEnded(visitID: visitID, idempotencyKey: UUID().uuidString.lowercased()))
         }
         action.fulfill()
+    }
+
+    /// CallKit gave up waiting for an action to be fulfilled or failed.
+    public func provider(_ provider: CXProvider, timedOutPerforming action: CXAction) {
+        if let answer = action as? CXAnswerCallAction { pendingAnswers.removeValue(forKey: answer.callUUID) }
     }
 
     /// Mute from either screen (CallKit's, or ours through `CXSetMutedCallAction`).

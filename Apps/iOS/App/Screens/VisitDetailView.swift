@@ -49,7 +49,7 @@ struct VisitDetailView: View {
                     Section(ClientText.decideTitle) {
                         ForEach(state.actions, id: \.action) { action in
                             Button(action.title) { Task { await app.resolve(screen, action.action) } }
-                                .tint(action.action == .authorize ? .green : (action.action == .deny ? .red : .accentColor))
+                                .tint(DecisionTint.color(for: action.action))
                                 .accessibilityLabel(action.accessibilityLabel)
                         }
                     }
