@@ -75,6 +75,18 @@ final class WebRTCMediaEngine: CallMediaEngine {
         return WebRTCPeerConnection(connection: connection, delegate: delegate, engine: self)
     }
 
+    /// The call's audio configuration (play and record, video chat, speaker, Bluetooth),
+    /// made through `RTCAudioSession` as WebRTC requires — lock, set, unlock — so its
+    /// audio unit knows the session's state. Configured only: CallKit activates the
+    /// session (`provider(_:didActivate:)` → `setAudioActive`).
+    static func configureCallAudio() {
+        let audio = RTCAudioSession.sharedInstance()
+        audio.lockForConfiguration()
+        defer { audio.unlockForConfiguration() }
+        try? audio.setCategory(.playAndRecord, with: [.allowBluetooth, .defaultToSpeaker])
+        try? audio.setMode(.videoChat)
+    }
+
     /// Called when CallKit activated (after the server accepted the answer) or deactivated
     /// the session: WebRTC's audio unit follows it.
     func setAudioActive(_ active: Bool) async {
