@@ -2,6 +2,7 @@ import AVFoundation
 import Foundation
 import PortariaClient
 import PortariaClientApple
+import PortariaClientAppleShared
 import PortariaCore
 import UIKit
 import UserNotifications
