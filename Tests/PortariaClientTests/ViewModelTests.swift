@@ -205,7 +205,7 @@ struct ViewModelTests {
 
     // MARK: Biometric unlock
 
-    @Test("biometric unlock: the refresh token moves behind the gate; a relaunch resumes with Face ID; cancel and invalidation")
+    @Test("biometric unlock: the gate holds an unlock secret; a relaunch resumes with Face ID; cancel and invalidation")
     func biometricUnlock() async throws {
         let http = ScriptedHTTP(user: nil)
         http.then({ _ in ServerFixtures.login([ServerFixtures.demo]) },
@@ -218,8 +218,9 @@ struct ViewModelTests {
         let session = ServerFixtures.session(http, secure: secure, preferences: preferences, gate: gate)
         _ = try await session.login(username: "maria", password: "demo1234")
         try await session.enableBiometricUnlock()
-        #expect(try secure.string(for: SessionKeys.refreshToken) == nil, "the refresh token is only behind biometry")
-        #expect(gate.secret.current == "rt-1")
+        #expect(try secure.string(for: SessionKeys.refreshToken) == "rt-1", "the refresh token stays readable for background work")
+        let unlockSecret = try #require(gate.secret.current)
+        #expect(unlockSecret != "rt-1" && unlockSecret.count >= 32, "the gate holds a random secret, not a token")
         #expect(preferences.all[SessionKeys.biometricUnlock] == .bool(true))
 
         // A relaunch: a new session object over the same stores.
@@ -229,19 +230,50 @@ struct ViewModelTests {
         #expect(model.state.biometricAction == "Entrar com Face ID")
         await model.unlockWithBiometrics()
         #expect(model.state.phase == .loggedIn(companyName: "Residencial Demo"))
-        #expect(gate.secret.current == "rt-2", "the rotated token goes back behind the gate")
-        #expect(try secure.string(for: SessionKeys.refreshToken) == nil)
+        #expect(try secure.string(for: SessionKeys.refreshToken) == "rt-2", "rotated in the secure store")
+        #expect(gate.secret.current == unlockSecret)
 
         gate.answer.withLock { $0 = .cancel }
         await model.unlockWithBiometrics()
         #expect(model.state.error == "Desbloqueio cancelado")
-        #expect(gate.secret.current == "rt-2", "cancelling loses nothing")
+        #expect(gate.secret.current == unlockSecret, "cancelling loses nothing")
 
         gate.answer.withLock { $0 = .invalidated }
         await model.unlockWithBiometrics()
         #expect(model.state.error == "Sua sessão terminou. Entre novamente")
         #expect(gate.secret.current == nil)
         #expect(await relaunched.isLoggedIn == false)
+    }
+
+    @Test("Face ID unlock on, access token expired, no prompt possible (a lock-screen answer): the session renews without the gate")
+    func backgroundRefreshWithBiometricUnlock() async throws {
+        let http = ScriptedHTTP(user: nil)
+        http.then({ _ in ServerFixtures.login([ServerFixtures.demo]) },
+                  { request in
+                      #expect(request.path == "/v1/visits/v-1/answer")
+                      return ServerFixtures.raw(401, #"{"error":{"code":"UNAUTHORIZED","message":"expired"}}"#)
+                  },
+                  { request in
+                      #expect(request.path == "/v1/auth/refresh")
+                      #expect(request.body.map { String(decoding: $0, as: UTF8.self) }?.contains("rt-1") == true)
+                      return ServerFixtures.login([ServerFixtures.demo], token: "jwt-2", refresh: "rt-2")
+                  },
+                  { request in
+                      #expect(request.path == "/v1/visits/v-1/answer")
+                      return ServerFixtures.raw(200, "{}")
+                  })
+        let secure = InMemorySecureStore(), preferences = InMemoryPreferences()
+        // The gate cannot prompt on a locked phone (errSecInteractionNotAllowed: no secret).
+        let gate = FakeBiometricGate(answer: .cancel)
+        let session = ServerFixtures.session(http, secure: secure, preferences: preferences, gate: gate)
+        _ = try await session.login(username: "maria", password: "demo1234")
+        try await session.enableBiometricUnlock()
+        // The VoIP wake: a process that has not been opened with Face ID since launch.
+        let woken = ServerFixtures.session(http, secure: secure, preferences: preferences, gate: gate)
+        let answer = try await woken.sendAuthorized(ClientHTTPRequest(method: "POST", path: "/v1/visits/v-1/answer"))
+        #expect(answer.status == 200)
+        #expect(try secure.string(for: SessionKeys.refreshToken) == "rt-2")
+        #expect(await woken.canUnlockWithBiometrics, "the app's screens still open only with Face ID")
     }
 
     @Test("biometric unlock needs enrolled biometry", arguments: [BiometricAvailability.notEnrolled, .unavailable])
@@ -491,7 +523,8 @@ struct ViewModelTests {
         #expect(NotificationStatus.from(capabilities, platform: platform, hasVoIPToken: voip) == expected)
         var state = SettingsState()
         state.notificationStatuses = expected + [.allowed]
-        #expect(state.notificationLines.first == ClientText.notificationStatus(expected[0]))
+        #expect(state.notificationLines.first == .init(text: ClientText.notificationStatus(expected[0]), isProblem: expected[0].isProblem))
+        #expect(state.notificationLines.last == .init(text: ClientText.notificationStatus(.allowed), isProblem: false))
     }
 
     // MARK: Observation
