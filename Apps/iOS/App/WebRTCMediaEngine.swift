@@ -13,8 +13,8 @@ import WebRTC
 // only what its manifest declares, and the root package cannot declare a WebRTC package
 // (no package can be fetched where the server is built and tested).
 //
-// NOT COMPILED: written against the framework's Objective-C headers as documented, without
-// an Apple SDK at hand (docs/ios.md).
+// Type-checked on Linux against a stand-in written from the framework's Objective-C headers
+// (scripts/ios-typecheck); never linked against the binary or run (docs/ios.md).
 
 /// The two views the call screen shows: the visitor full screen, the self-preview in the corner.
 @MainActor
