@@ -66,8 +66,8 @@ public final class CallService: NSObject {
     @ObservationIgnored private var pendingAnswers: [UUID: CXAnswerCallAction] = [:]
     /// The coordinator's timers (ring expiry, answer deadline), per visit and kind; each
     /// removes itself when it fires, and a visit's are cancelled when its call ends.
-    @ObservationIgnored private var timers: [Timer: Task<Void, Never>] = [:]
-    private struct Timer: Hashable {
+    @ObservationIgnored private var timers: [TimerKey: Task<Void, Never>] = [:]
+    private struct TimerKey: Hashable {
         var visitID: String
         var answer: Bool
     }
@@ -250,9 +250,9 @@ public final class CallService: NSObject {
                 // The socket is shared with Home; the app stops it when it goes to the background.
                 break
             case .scheduleRingExpiry(let visitID, let at):
-                schedule(Timer(visitID: visitID, answer: false), at: at, .ringExpired(visitID: visitID))
+                schedule(TimerKey(visitID: visitID, answer: false), at: at, .ringExpired(visitID: visitID))
             case .scheduleAnswerTimeout(let visitID, let at):
-                schedule(Timer(visitID: visitID, answer: true), at: at, .answerTimedOut(visitID: visitID))
+                schedule(TimerKey(visitID: visitID, answer: true), at: at, .answerTimedOut(visitID: visitID))
             case .configureAudioSession:
                 // Configure only: CallKit activates the session and says so in
                 // provider(_:didActivate:). Activating it ourselves breaks CallKit audio.
@@ -291,7 +291,7 @@ public final class CallService: NSObject {
         }
     }
 
-    private func schedule(_ timer: Timer, at: Date, _ event: CallEvent) {
+    private func schedule(_ timer: TimerKey, at: Date, _ event: CallEvent) {
         timers[timer]?.cancel()
         timers[timer] = Task {
             try? await Task.sleep(for: .seconds(max(0, at.timeIntervalSinceNow)))

@@ -60,6 +60,19 @@ struct IOSProjectTests {
         }
     }
 
+    @Test("CallKit's icon template ships with the app (40 pt at @2x and @3x) and the provider configuration uses it")
+    func callKitIcon() throws {
+        for (scale, side) in [("2x", 80), ("3x", 120)] {
+            let png = try Data(contentsOf: Self.root.appendingPathComponent("App/CallKitIcon@\(scale).png"))
+            #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "@\(scale) is a PNG")
+            let width = png[16..<20].reduce(0) { $0 << 8 | Int($1) }
+            #expect(width == side, "@\(scale)")
+        }
+        let service = try String(contentsOf: Self.root.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/PortariaClientApple/CallService.swift"), encoding: .utf8)
+        #expect(service.contains(#"iconTemplateImageData = UIImage(named: "CallKitIcon")"#))
+    }
+
     @Test("the extension links only extension-safe adapters; both targets name every package product they import")
     func extensionLinksNoCallKit() throws {
         let yml = try String(contentsOf: Self.root.appendingPathComponent("project.yml"), encoding: .utf8)
