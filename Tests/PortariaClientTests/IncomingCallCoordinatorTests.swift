@@ -241,7 +241,7 @@ struct IncomingCallCoordinatorTests {
             var ledger: [UUID: CallKitState] = [:]
             for step in 0..<12 {
                 let visit = visits[Int(generator.next() % 2)]
-                let choice = generator.next() % 12
+                let choice = generator.next() % 14
                 let event: CallEvent
                 switch choice {
                 case 0, 1: event = .voipPush(payload: Self.ring(pushID: UUID().uuidString.lowercased(), visitID: visit,
@@ -256,6 +256,9 @@ struct IncomingCallCoordinatorTests {
                 case 8: event = .realtime(.cancelled, VisitEventData(visitID: visit))
                 case 9: event = .ringExpired(visitID: visit)
                 case 10: event = .decided(visitID: visit, .deny)
+                case 11: event = .answerTimedOut(visitID: visit)
+                case 12: event = .callReported(callID: coordinator.calls[visit]?.callID ?? UUID(),
+                                               generator.next() % 2 == 0 ? .refused : .alreadyShown)
                 default: event = .callEnded(visitID: visit)
                 }
                 for effect in coordinator.handle(event, now: Self.now) {
@@ -278,6 +281,10 @@ struct IncomingCallCoordinatorTests {
                 }
                 if case .userEnded(let visitID, _) = event, let id = coordinator.calls[visitID]?.callID, ledger[id] == .reported {
                     ledger[id] = .ended(.localEnded)   // CallKit ended it itself (the user's button)
+                }
+                if case .callReported(let id, .refused) = event, ledger[id] == .reported,
+                   coordinator.calls.values.contains(where: { $0.callID == id && $0.callKit == .ended(.failed) }) {
+                    ledger[id] = .ended(.failed)       // CallKit never showed it
                 }
                 for call in coordinator.calls.values {
                     // What the coordinator believes about CallKit matches what it told CallKit.
