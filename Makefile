@@ -4,8 +4,9 @@
 #               suite under AddressSanitizer (SANITIZE=address|thread|all, empty to skip)
 #   make test-repeat N=10   the whole suite N times from a fresh clone
 # Also: make ios-typecheck (the iOS shell type-checked on Linux), make build, make bench,
-#   make conformance, make soak, make sanitize, make clean, make bootstrap, make fuzz (each libFuzzer target FUZZ_SECONDS, default 300), make
-#   fuzz-short (30 s each), make screenshots (docs/screenshots, the README tour).
+#   make conformance, make soak, make sanitize, make clean, make bootstrap, make fuzz (each
+#   libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each), make
+#   screenshots (docs/screenshots, the README tour).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
