@@ -73,9 +73,11 @@ struct SettingsView: View {
                 }
             }
             Section(ClientText.securityTitle) {
+                // Binding's closures are `@isolated(any) @Sendable`: these read and act on the
+                // main-actor model, so they say so.
                 Toggle(ClientText.biometricToggle, isOn: Binding(
-                    get: { app.biometricUnlockEnabled },
-                    set: { on in Task { await app.setBiometricUnlock(on) } }))
+                    get: { @MainActor in app.biometricUnlockEnabled },
+                    set: { @MainActor on in Task { await app.setBiometricUnlock(on) } }))
                 Button(ClientText.logoutAction, role: .destructive) { Task { await app.logout() } }
             }
         }

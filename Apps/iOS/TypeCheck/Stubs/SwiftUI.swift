@@ -140,8 +140,11 @@ extension State where Value: ExpressibleByNilLiteral {
 
 /// developer.apple.com/documentation/swiftui/binding
 @propertyWrapper @dynamicMemberLookup public struct Binding<Value>: DynamicProperty {
-    /// `init(get: @escaping () -> Value, set: @escaping (Value) -> Void)`
-    public init(get: @escaping () -> Value, set: @escaping (Value) -> Void) {}
+    /// developer.apple.com/documentation/swiftui/binding/init(get:set:)-7ufcp —
+    /// `@preconcurrency init(get: @escaping @isolated(any) @Sendable () -> Value,
+    /// set: @escaping @isolated(any) @Sendable (Value) -> Void)`
+    @preconcurrency public init(get: @escaping @isolated(any) @Sendable () -> Value,
+                                set: @escaping @isolated(any) @Sendable (Value) -> Void) {}
     public init(projectedValue: Binding<Value>) {}
     /// `static func constant(_ value: Value) -> Binding<Value>`
     public static func constant(_ value: Value) -> Binding<Value> { fatalError("stand-in") }
@@ -149,6 +152,9 @@ extension State where Value: ExpressibleByNilLiteral {
     public var projectedValue: Binding<Value> { self }
     public subscript<Subject>(dynamicMember keyPath: WritableKeyPath<Value, Subject>) -> Binding<Subject> { fatalError("stand-in") }
 }
+
+/// "A binding conforms to Sendable only if its wrapped value type also conforms to Sendable."
+extension Binding: @unchecked Sendable where Value: Sendable {}
 
 /// developer.apple.com/documentation/swiftui/bindable
 @propertyWrapper @dynamicMemberLookup public struct Bindable<Value> {
