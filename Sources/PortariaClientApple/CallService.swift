@@ -77,8 +77,8 @@ public final class CallService: NSObject {
     @ObservationIgnored public var configureCallAudio: @MainActor () -> Void = {
         try? AVAudioSession.sharedInstance().setCategory(.playAndRecord, mode: .videoChat, options: [.allowBluetooth, .defaultToSpeaker])
     }
-    /// PushKit invalidated the VoIP token (`ResidentAppModel.voipTokenInvalidated`: the
-    /// registration drops it, so the server stops sending VoIP pushes to a dead token).
+    /// PushKit invalidated the VoIP token (`ResidentAppModel.voipTokenInvalidated`: the app
+    /// forgets it and Settings shows the problem until a new token arrives).
     @ObservationIgnored public var onVoIPTokenInvalidated: @MainActor () -> Void = {}
     /// The call screens' view models, per visit.
     @ObservationIgnored private var screens: [String: CallViewModel] = [:]
@@ -394,8 +394,8 @@ extension CallService: @preconcurrency PKPushRegistryDelegate {
         completion()
     }
 
-    /// The token is dead: the registration drops it (the server then rings this phone with
-    /// an alert until PushKit issues a new token through didUpdate).
+    /// The token is dead: the app forgets it (the server retires it on APNs' answer and rings
+    /// this phone with an alert until PushKit issues a new token through didUpdate).
     public func pushRegistry(_ registry: PKPushRegistry, didInvalidatePushTokenFor type: PKPushType) {
         guard type == .voIP else { return }
         onVoIPTokenInvalidated()

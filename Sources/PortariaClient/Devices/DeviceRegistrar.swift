@@ -80,7 +80,8 @@ public actor DeviceRegistrar {
     }
 
     /// PushKit invalidated the VoIP token: registrations stop carrying the one kept from
-    /// earlier, until a registration brings a new one.
+    /// earlier, until a registration brings a new one. (The server keeps a token a
+    /// registration omits; APNs' Unregistered answer retires it there.)
     public func voipTokenInvalidated() {
         voipInvalidated = true
     }

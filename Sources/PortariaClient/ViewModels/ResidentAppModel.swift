@@ -190,9 +190,10 @@ public final class ResidentAppModel {
         if route == .home { await registerDevice() }
     }
 
-    /// PushKit invalidated the VoIP token: it is forgotten and the registration is sent
-    /// without it, so the server stops pushing to a dead token (and rings this phone with
-    /// an alert until a new VoIP token arrives).
+    /// PushKit invalidated the VoIP token: it is forgotten (no registration carries it
+    /// again) and Settings says this iPhone cannot ring with the app closed until PushKit
+    /// issues a new one. The server retires the dead token on APNs' Unregistered answer and
+    /// rings this phone with an alert meanwhile (decision 0014).
     public func voipTokenInvalidated() async {
         voipToken = nil
         await dependencies.registrar.voipTokenInvalidated()
