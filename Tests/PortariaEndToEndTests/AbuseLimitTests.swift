@@ -718,7 +718,8 @@ extension SecuritySuites {
                 try await Self.expectSessionsEnded(first: first, databaseURL: url, beforeChange: { server in
                     #expect(await server.stopKeepingFiles())
                 }, afterChange: { _ in
-                    let restarted = try await TestServer.start(["--database", url])
+                    // The same data directory: the database's secrets key lives there.
+                    let restarted = try await TestServer.start(["--database", url, "--data-dir", first.directory.appendingPathComponent("data").path])
                     second.withLock { $0 = restarted }
                     return restarted
                 })
