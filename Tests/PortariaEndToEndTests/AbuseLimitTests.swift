@@ -853,11 +853,6 @@ extension SecuritySuites {
             try AccountAbuseTests.writeSecret(Data(bytes).base64EncodedString())
         }
 
-        static func storedSecrets(_ databasePath: String) async throws -> [String] {
-            try await SQLiteProbe.rows(databasePath, "SELECT secret FROM signing_keys UNION ALL SELECT value FROM service_state WHERE key = 'otp_pepper'")
-                .map { $0[0] }
-        }
-
         @Test("--secrets-key-file wraps the secrets of a database from before (plaintext rows, on first start): the file holds no plaintext secret, and the database will not start without the right key")
         func keysAreWrapped() async throws {
             let (directory, plaintext) = try await SecretsKeyFileTests.legacyDatabase()
