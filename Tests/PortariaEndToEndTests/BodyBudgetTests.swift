@@ -13,11 +13,16 @@ struct BodyBudgetTests {
     }
 
     /// Opens a POST from `source` declaring `declared` body bytes and sends the head and
-    /// the first `sent` of them; the connection stays open, the body unfinished.
+    /// the first `sent` of them; the connection stays open, the body unfinished. Returns once
+    /// the server's kernel has the bytes, so uploads held one after another are read in turn
+    /// and a later probe does not race them for the budget.
     static func holdUpload(_ server: TestServer, from source: String? = nil, declared: Int, sent: Int) async throws -> RawConnection {
         let connection = try await server.connect(from: source)
         let head = "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(declared)\r\n\r\n"
-        try await offload { try connection.send(Array(head.utf8) + [UInt8](repeating: 0x20, count: sent)) }
+        try await offload {
+            try connection.send(Array(head.utf8) + [UInt8](repeating: 0x20, count: sent))
+            _ = connection.waitUntilDelivered()
+        }
         return connection
     }
 
@@ -29,12 +34,7 @@ struct BodyBudgetTests {
             // bytes. An address may hold at most what the 8 MiB budget leaves free, so it
             // keeps four of them (3.6 MB) and its own 600 KB body no longer fits.
             var hoarders: [RawConnection] = []
-            for _ in 0..<9 {
-                let connection = try await server.connect()
-                let head = "POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
-                try await offload { try connection.send(Array(head.utf8) + [UInt8](repeating: 0x20, count: 900_000)) }
-                hoarders.append(connection)
-            }
+            for _ in 0..<9 { hoarders.append(try await Self.holdUpload(server, declared: 1_000_000, sent: 900_000)) }
             // Once the server has read them all, the probe does not fit.
             var busy: RawResponse?
             var seen: [String] = []

@@ -91,6 +91,22 @@ package final class RawConnection: @unchecked Sendable {
         _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
+    /// Waits until the server's kernel has acknowledged every byte sent (the send queue is
+    /// empty), so the server is reading them or has read them; false after `timeout`.
+    package func waitUntilDelivered(timeout: Duration = .seconds(20)) -> Bool {
+        #if os(Linux)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var pending: Int32 = 0
+            if ioctl(descriptor, UInt(TIOCOUTQ), &pending) == 0 && pending == 0 { return true }
+            usleep(5_000)
+        }
+        return false
+        #else
+        return true   // no send-queue query here: callers only lose the ordering
+        #endif
+    }
+
     /// Half-closes: the server sees end of input but can still answer.
     package func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
 
