@@ -40,8 +40,11 @@ bootstrap:
 build: bootstrap
 	$(SWIFT) build -c release --product portaria
 
+# The demo runs on this machine without a TURN relay, so its video calls connect directly
+# (--calls-allow-direct: the visitor's page sees the resident's addresses; production
+# relays every call through TURN, decision 0066).
 run: build
-	$(RELEASE_BIN) serve --demo --host $(HOST) --port $(PORT) --database $(DATABASE)
+	$(RELEASE_BIN) serve --demo --calls-allow-direct --host $(HOST) --port $(PORT) --database $(DATABASE)
 
 # swift test runs inside scripts/with-postgres, so PORTARIA_TEST_POSTGRES_URL is set;
 # end-to-end tests start the portaria binary named by PORTARIA_BIN. Two phases: the

@@ -5,7 +5,7 @@ import PortariaServer
 /// `portaria admin <action> [options]`: administration straight on the database.
 enum AdminCommand {
     static let actions = """
-        admin actions (all take --database URL and --json):
+        admin actions (all take --database URL, --data-dir DIR and --json):
           create-company --name N [--gate-lat X --gate-lon Y --gate-radius M --timezone TZ]
           create-unit    --company C --label L
           create-gate    --company C [--token T] [--name N]   (without --token: a random 128-bit token)
@@ -15,7 +15,7 @@ enum AdminCommand {
           grant          --user U --company C --permission P
           set-password   --user U --password-file F   (or PORTARIA_PASSWORD in the environment); ends U's sessions
           set-ring-order --company C --unit L --users u1,u2
-          rotate-jwt-key [--secrets-key-file F]   (needed when the database's secrets are wrapped)
+          rotate-jwt-key [--secrets-key-file F]   (default: the secrets key in --data-dir, as serve keeps it)
           push-test      --user U [--text T]   sends a test push to each of U's devices (APNs/FCM options as for serve)
           list           companies|users|units|gates|sectors|memberships
         C, U, S and L may be ids or names; permissions: \(Permission.catalogue.sorted().joined(separator: ", "))
@@ -34,7 +34,7 @@ enum AdminCommand {
         OptionSpec("units", help: ""), OptionSpec("sectors", help: ""), OptionSpec("permission", help: ""),
         OptionSpec("unit", help: ""), OptionSpec("users", help: ""), OptionSpec("text", help: ""),
         OptionSpec("provider", help: "", hidden: true), OptionSpec("count", help: "", hidden: true),
-        OptionSpec("concurrency", help: "", hidden: true), OptionSpec("secrets-key-file", help: ""),
+        OptionSpec("concurrency", help: "", hidden: true), OptionSpec("secrets-key-file", help: ""), OptionSpec("data-dir", help: ""),
     ] + ServerConfiguration.serveOptions.filter { pushOptionNames.contains($0.name) }
 
     /// The serve options `push-test` shares, read from the environment like serve does.
@@ -49,7 +49,7 @@ enum AdminCommand {
         // Only the database URL is read from the environment here: a stray PORTARIA_NAME must
         // not silently fill an admin option.
         var environment: [String: String] = [:]
-        var keys = ["PORTARIA_DATABASE", "PORTARIA_PASSWORD", "PORTARIA_SECRETS_KEY_FILE"]
+        var keys = ["PORTARIA_DATABASE", "PORTARIA_PASSWORD", "PORTARIA_SECRETS_KEY_FILE", "PORTARIA_DATA_DIR"]
         keys += pushOptionNames.map { "PORTARIA_" + $0.uppercased().replacingOccurrences(of: "-", with: "_") }
         for key in keys { environment[key] = ProcessInfo.processInfo.environment[key] }
         let options = try ParsedOptions.parse(Array(arguments.dropFirst()), specs: specs, environment: environment)
@@ -145,8 +145,10 @@ enum AdminCommand {
                 try await directory.setRingOrder(unit: unit, users: users)
                 report("ring order set", ["unit_id": .string(unit), "users": .array(users.map(JSONValue.string))])
             case "rotate-jwt-key":
-                let key = try options.value("secrets-key-file").map { try SecretsKey.load(path: $0) }
-                let id = try await ServiceSecrets.rotate(database, key: key)
+                // The same key serve uses (made and wrapping now on a database from before).
+                let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile,
+                                                            dataDirectory: configuration.dataDirectory, log: Log(minimumLevel: .warning))
+                let id = try await ServiceSecrets.rotate(database, key: secrets.key)
                 report("new signing key \(id); restart instances to sign with it", ["kid": .string(id)])
             case "push-test":
                 return try await pushTest(database: database, directory: directory, configuration: configuration,
@@ -173,6 +175,9 @@ enum AdminCommand {
             CommandLineTool.fail("portaria admin \(action): \(error.description)")
             return 65
         } catch let error as SecretsError {
+            CommandLineTool.fail("portaria admin \(action): \(error.description)")
+            return 65
+        } catch let error as ServerStartError {
             CommandLineTool.fail("portaria admin \(action): \(error.description)")
             return 65
         }

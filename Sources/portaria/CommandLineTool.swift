@@ -28,6 +28,11 @@ enum CommandLineTool {
             return 64
         }
         let rest = Array(arguments.dropFirst())
+        // Everything any command creates (the database and its -wal/-shm, which SQLite
+        // gives the database's mode, media, the secrets key, the client's session files)
+        // is owner-only from its first byte, whatever the shell's umask; docs/ops.md has
+        // the same in the systemd unit.
+        umask(0o077)
         do {
             switch command {
             case "serve": return try await serve(rest)
@@ -67,9 +72,6 @@ enum CommandLineTool {
         // Before anything listens: a SIGTERM sent as soon as the server answers must not be
         // lost (it was, while the signal sources were still being registered).
         ShutdownSignal.install()
-        // Everything the server creates (database, -wal/-shm, media, keys) is owner-only,
-        // whatever the shell's umask; docs/ops.md has the same in the systemd unit.
-        umask(0o077)
         #if canImport(Glibc)
         // Every WebSocket holds a descriptor: the default soft limit (often 1024) would cap
         // the server long before memory does.

@@ -38,7 +38,7 @@ final class FakeMediaEngine: CallMediaEngine, @unchecked Sendable {
     /// What the peer connection reports (candidates, state), as WebRTC would from its thread.
     func emit(_ event: PeerConnectionEvent) { state.withLock { $0.events }?(event) }
 
-    func makePeerConnection(iceServers: [ICEServer], events: @escaping @Sendable (PeerConnectionEvent) -> Void) async throws -> any PeerConnection {
+    func makePeerConnection(iceServers: [ICEServer], relayOnly: Bool, events: @escaping @Sendable (PeerConnectionEvent) -> Void) async throws -> any PeerConnection {
         let fail = state.withLock { state in
             state.iceServers.append(iceServers)
             state.events = events

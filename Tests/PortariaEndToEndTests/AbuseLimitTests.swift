@@ -721,7 +721,8 @@ extension SecuritySuites {
                 try await Self.expectSessionsEnded(first: first, databaseURL: url, beforeChange: { server in
                     #expect(await server.stopKeepingFiles())
                 }, afterChange: { _ in
-                    let restarted = try await TestServer.start(["--database", url])
+                    // The same data directory: the database's secrets key lives there.
+                    let restarted = try await TestServer.start(["--database", url, "--data-dir", first.directory.appendingPathComponent("data").path])
                     second.withLock { $0 = restarted }
                     return restarted
                 })
@@ -855,37 +856,26 @@ extension SecuritySuites {
             try AccountAbuseTests.writeSecret(Data(bytes).base64EncodedString())
         }
 
-        static func storedSecrets(_ databasePath: String) async throws -> [String] {
-            try await SQLiteProbe.rows(databasePath, "SELECT secret FROM signing_keys UNION ALL SELECT value FROM service_state WHERE key = 'otp_pepper'")
-                .map { $0[0] }
-        }
-
-        @Test("--secrets-key-file wraps the JWT keys and OTP pepper (existing plaintext rows on first start): sessions survive, the file holds no plaintext secret, and the database will not start without the right key")
+        @Test("--secrets-key-file wraps the secrets of a database from before (plaintext rows, on first start): the file holds no plaintext secret, and the database will not start without the right key")
         func keysAreWrapped() async throws {
-            let first = try await TestServer.start(["--demo"])
-            defer { first.discard() }
-            let url = "sqlite://" + first.databasePath
-            let login = try await AccountAbuseTests.login(first, "carlos")
-            let token = try #require(try login.json()["jwt_token"] as? String)
-            #expect(first.log.contains("stored in plaintext"), "no warning about plaintext secrets")
-            #expect(await first.stopKeepingFiles())
-            let plaintext = try await Self.storedSecrets(first.databasePath)
-            #expect(plaintext.count == 2 && plaintext.allSatisfy { !$0.hasPrefix("enc:") }, "\(plaintext)")
-
+            let (directory, plaintext) = try await SecretsKeyFileTests.legacyDatabase()
             let key = try Self.keyFile()
             defer { try? FileManager.default.removeItem(at: key.deletingLastPathComponent()) }
-            let wrapping = try await TestServer.start(["--database", url, "--secrets-key-file", key.path])
-            let me = try? await wrapping.get("/v1/me", bearer: token)
+            let wrapping = try await TestServer.start(["--demo", "--secrets-key-file", key.path], directory: directory)
+            defer { wrapping.discard() }
+            let url = "sqlite://" + wrapping.databasePath
+            let login = try await AccountAbuseTests.login(wrapping, "carlos")
+            let token = try #require(try login.json()["jwt_token"] as? String)
             let wrapLog = wrapping.log
-            await wrapping.stop()
-            #expect(me?.status == 200, "a session from before the wrapping was lost")
+            #expect(await wrapping.stopKeepingFiles())
             #expect(wrapLog.contains("wrapped the database's plaintext secrets"), "\(wrapLog.suffix(1500))")
             #expect(!wrapLog.contains("stored in plaintext"))
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("data/secrets.key").path),
+                    "a key file was made although --secrets-key-file was given")
 
-            let wrapped = try await Self.storedSecrets(first.databasePath)
-            #expect(wrapped.count == 2 && wrapped.allSatisfy { $0.hasPrefix("enc:v1:") }, "\(wrapped)")
-            var stored = Data()
-            for suffix in ["", "-wal"] { stored += (try? Data(contentsOf: URL(fileURLWithPath: first.databasePath + suffix))) ?? Data() }
+            let wrapped = try await SecretsKeyFileTests.storedSecrets(wrapping.databasePath)
+            #expect(wrapped.count == 3 && wrapped.allSatisfy { $0.hasPrefix("enc:v1:") }, "\(wrapped)")
+            let stored = SecretsKeyFileTests.databaseBytes(wrapping.databasePath)
             for secret in plaintext {
                 #expect(stored.range(of: Data(secret.utf8)) == nil, "a plaintext secret is still in the database file")
             }

@@ -19,13 +19,13 @@ struct CallMediaEndToEndTests {
 
     /// A WebRTC engine that answers every offer with `answerSDP` and records the rest.
     final class Engine: CallMediaEngine, PeerConnection, @unchecked Sendable {
-        let state = Locked((log: [String](), servers: [[ICEServer]](), offers: [String](),
+        let state = Locked((log: [String](), servers: [[ICEServer]](), relayOnly: [Bool](), offers: [String](),
                             events: nil as (@Sendable (PeerConnectionEvent) -> Void)?))
         var log: [String] { state.withLock { $0.log } }
         func emit(_ event: PeerConnectionEvent) { state.withLock { $0.events }?(event) }
 
-        func makePeerConnection(iceServers: [ICEServer], events: @escaping @Sendable (PeerConnectionEvent) -> Void) async throws -> any PeerConnection {
-            state.withLock { $0.servers.append(iceServers); $0.events = events; $0.log.append("peer") }
+        func makePeerConnection(iceServers: [ICEServer], relayOnly: Bool, events: @escaping @Sendable (PeerConnectionEvent) -> Void) async throws -> any PeerConnection {
+            state.withLock { $0.servers.append(iceServers); $0.relayOnly.append(relayOnly); $0.events = events; $0.log.append("peer") }
             return self
         }
         func setAudioActive(_ active: Bool) async {}
@@ -158,6 +158,8 @@ struct CallMediaEndToEndTests {
             await calls.handle(.userAnswered(visitID: visit, idempotencyKey: UUID().uuidString))
             #expect(calls.coordinator.calls[visit]?.phase == .connecting, "\(String(describing: calls.coordinator.calls[visit]?.phase))")
             let servers = try #require(phone.engine.state.withLock { $0.servers }.first)
+            // The server's ice_transport_policy reaches WebRTC: the phone gathers relay candidates only.
+            #expect(phone.engine.state.withLock { $0.relayOnly } == [true])
             let turn = try #require(servers.first { $0.urls.contains { $0.hasPrefix("turn:127.0.0.1:3478") } }, "\(servers)")
             #expect(turn.username?.hasSuffix(":" + userID) == true, "\(turn)")
             #expect(turn.credential?.isEmpty == false)

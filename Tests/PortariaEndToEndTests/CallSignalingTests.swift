@@ -121,9 +121,10 @@ struct CallSignalingTests {
         await server.stop()
     }
 
-    @Test("with TURN configured, the visitor sees only the resident's relay candidates (no host or server-reflexive address)")
-    func residentAddressesStayPrivate() async throws {
-        try await TestServer.with(["--demo", "--turn-url", "turn:127.0.0.1:3478", "--turn-secret", "test-secret"]) { server in
+    @Test("by default, with TURN or without it, the visitor sees only the resident's relay candidates (no host, mDNS or server-reflexive address)",
+          arguments: [["--turn-url", "turn:127.0.0.1:3478", "--turn-secret", "test-secret"], []])
+    func residentAddressesStayPrivate(_ turn: [String]) async throws {
+        try await TestServer.with(["--demo"] + turn) { server in
             let (visit, visitorToken) = try await R.ring(server)
             let maria = try await R.login(server, "maria")
             let visitor = try await Self.gatePage(server, visitorToken: visitorToken)
@@ -143,6 +144,8 @@ struct CallSignalingTests {
 
             // Trickled: the host and srflx candidates never reach the visitor; the relay one does.
             for candidate in ["candidate:1 1 udp 2122260223 10.0.0.7 50002 typ host",
+                              "candidate:4 1 udp 2122262783 2001:db8::20 50002 typ host",
+                              "candidate:5 1 udp 2122260223 0f3c9a52-6c1d-4a1e-9b7e-2f1d5c3b8a10.local 50002 typ host",
                               "candidate:2 1 udp 1686052607 198.51.100.20 50002 typ srflx raddr 10.0.0.7 rport 50002",
                               "candidate:3 1 udp 41885439 127.0.0.1 61002 typ relay raddr 198.51.100.20 rport 50002"] {
                 phone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"\#(candidate)","sdp_mid":"0","sdp_m_line_index":0}}"#))
@@ -150,9 +153,83 @@ struct CallSignalingTests {
             let ice = try await visitor.until("call.ice")
             #expect(ice.last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("typ relay") == true,
                     "the first candidate the visitor got was not the relay one: \(ice.last.map { "\($0)" } ?? "none")")
+            // Not later either: the next call.ice the visitor gets is this relay one.
+            phone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:6 1 udp 41885439 127.0.0.1 61003 typ relay raddr 10.0.0.7 rport 50003","sdp_mid":"0","sdp_m_line_index":0}}"#))
+            let next = try await visitor.until("call.ice").last?["data"]?["candidate"]?["candidate"]?.stringValue ?? ""
+            #expect(next.contains("61003") && !next.contains("10.0.0.7"), "\(next)")
             // The visitor's own candidates still reach the resident unfiltered.
             visitor.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:9 1 udp 2122260223 127.0.0.1 54321 typ host","sdp_mid":"0","sdp_m_line_index":0}}"#))
             #expect(try await phone.until("call.ice").last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("typ host") == true)
+        }
+    }
+
+    @Test("with --calls-allow-direct the resident's host candidates reach the visitor, and both sides are told to gather every kind")
+    func directCallsWhenAllowed() async throws {
+        try await TestServer.with(["--demo", "--calls-allow-direct"]) { server in
+            #expect(server.log.contains("--calls-allow-direct: video calls may connect directly"))
+            let (visit, visitorToken) = try await R.ring(server)
+            let maria = try await R.login(server, "maria")
+            let visitor = try await Self.gatePage(server, visitorToken: visitorToken)
+            let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
+            try await Self.answer(server, maria, visit: visit)
+            _ = try await visitor.until("visit.answered")
+            let ice = try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer \(visitorToken)")])
+            let body = try ice.json()
+            #expect(body["calls_available"] as? Bool == true && body["ice_transport_policy"] as? String == "all", "\(ice.text)")
+            visitor.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":"v=0\r\n"}"#))
+            _ = try await phone.until("call.offer")
+            phone.connection.send(text: Self.frame("call.answer", #"{"visit_id":"\#(visit)","sdp":"v=0\r\n"}"#))
+            _ = try await visitor.until("call.answer")
+            phone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:1 1 udp 2122260223 10.0.0.7 50002 typ host","sdp_mid":"0","sdp_m_line_index":0}}"#))
+            #expect(try await visitor.until("call.ice").last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("10.0.0.7") == true)
+        }
+    }
+
+    @Test("without TURN and without --calls-allow-direct, calls are offered as unavailable (said once in the log); the answer still claims the visit and the resident can decide")
+    func callsUnavailableWithoutTURN() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            #expect(server.log.components(separatedBy: "video calls are unavailable").count == 2, "\(server.log.suffix(1500))")
+            let (visit, visitorToken) = try await R.ring(server)
+            let maria = try await R.login(server, "maria")
+            try await Self.answer(server, maria, visit: visit, body: "{}")
+            let ice = try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer \(visitorToken)")])
+            let available = try ice.json()["calls_available"] as? Bool
+            #expect(ice.status == 200 && available == false, "\(ice.text)")
+            let resolved = try await server.request("POST", "/v1/visits/\(visit)/resolve",
+                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                          ("Idempotency-Key", UUID().uuidString), ("Content-Type", "application/json")],
+                body: Array(#"{"action":"authorize"}"#.utf8))
+            #expect(resolved.status == 200, "\(resolved.text)")
+        }
+    }
+
+    @Test("the gate page's relay credentials end with its call: 409 while ringing, 200 while live, 409 CALL_NOT_ACTIVE once the call ended (visit still answered)")
+    func visitorCredentialsEndWithTheCall() async throws {
+        try await TestServer.with(["--demo", "--turn-url", "turn:127.0.0.1:3478", "--turn-secret", "test-secret"]) { server in
+            let (visit, visitorToken) = try await R.ring(server)
+            func fetch() async throws -> RawResponse {
+                try await server.request("GET", "/v1/calls/ice_servers", headers: [("Authorization", "Bearer \(visitorToken)")])
+            }
+            #expect(try await fetch().status == 409, "credentials before the call exists")
+            let maria = try await R.login(server, "maria")
+            let visitor = try await Self.gatePage(server, visitorToken: visitorToken)
+            let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
+            try await Self.answer(server, maria, visit: visit)
+            _ = try await visitor.until("visit.answered")
+            let live = try await fetch()
+            #expect(live.status == 200 && live.text.contains("turn:127.0.0.1:3478"), "\(live.text)")
+
+            phone.connection.send(text: Self.frame("call.hangup", #"{"visit_id":"\#(visit)"}"#))
+            _ = try await visitor.until("call.ended")
+            var ended: RawResponse?
+            #expect(await eventually(within: .seconds(10)) {
+                ended = try? await fetch()
+                return ended?.status == 409
+            }, "credentials after the call ended: \(ended.map { "\($0.status) \($0.text)" } ?? "none")")
+            #expect(try ended?.json()["error"].flatMap { ($0 as? [String: Any])?["code"] as? String } == "CALL_NOT_ACTIVE")
+            let detail = try await server.request("GET", "/v1/visits/\(visit)",
+                headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)])
+            #expect((try detail.json()["status"] as? String) == "answered", "the visit is still answered, only its call ended")
         }
     }
 

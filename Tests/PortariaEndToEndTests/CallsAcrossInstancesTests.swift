@@ -114,7 +114,7 @@ struct CallsAcrossInstancesTests {
                 fromVisitor.append(ice?["data"]?["candidate"]?["candidate"]?.stringValue ?? "")
             }
             #expect(fromVisitor.map { $0.split(separator: " ")[5] } == ["50001", "50002", "50003"], "\(fromVisitor)")
-            phone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:2 1 udp 2122260223 127.0.0.1 60001 typ host","sdp_mid":"0","sdp_m_line_index":0}}"#))
+            phone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:2 1 udp 41885439 127.0.0.1 60001 typ relay raddr 0.0.0.0 rport 0","sdp_mid":"0","sdp_m_line_index":0}}"#))
             #expect(try await visitor.until("call.ice", timeout: .seconds(10)).last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("60001") == true)
 
             // Maria's other devices and another unit's resident cannot join in, on either instance.
@@ -130,7 +130,7 @@ struct CallsAcrossInstancesTests {
             let movedPhone = try await R.subscribe(a, maria, query: "?device_id=phone-1")
             visitor.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:1 1 udp 2122260223 127.0.0.1 50004 typ host","sdp_mid":"0","sdp_m_line_index":0}}"#))
             #expect(try await movedPhone.until("call.ice", timeout: .seconds(10)).last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("50004") == true)
-            movedPhone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:2 1 udp 2122260223 127.0.0.1 60002 typ host","sdp_mid":"0","sdp_m_line_index":0}}"#))
+            movedPhone.connection.send(text: Self.frame("call.ice", #"{"visit_id":"\#(visit)","candidate":{"candidate":"candidate:2 1 udp 41885439 127.0.0.1 60002 typ relay raddr 0.0.0.0 rport 0","sdp_mid":"0","sdp_m_line_index":0}}"#))
             #expect(try await visitor.until("call.ice", timeout: .seconds(10)).last?["data"]?["candidate"]?["candidate"]?.stringValue?.contains("60002") == true)
 
             movedPhone.connection.send(text: Self.frame("call.hangup", #"{"visit_id":"\#(visit)"}"#))

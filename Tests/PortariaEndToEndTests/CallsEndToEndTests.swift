@@ -46,11 +46,20 @@ struct CallsEndToEndTests {
         }
     }
 
-    @Test("without --turn-url: an empty list that says TURN is not configured")
+    @Test("without --turn-url: an empty list that says TURN is not configured and calls are unavailable")
     func withoutTURN() async throws {
         try await TestServer.with(["--demo"]) { server in
             let (text, _, _) = try await Self.iceServers(server, as: "maria")
-            #expect(text == #"{"ice_servers":[],"ttl":600,"turn_configured":false}"#)
+            #expect(text == #"{"calls_available":false,"ice_servers":[],"ice_transport_policy":"relay","ttl":600,"turn_configured":false}"#)
+        }
+    }
+
+    @Test("a resident is told to gather relay candidates only, unless --calls-allow-direct", arguments: [false, true])
+    func residentTransportPolicy(_ direct: Bool) async throws {
+        try await TestServer.with(["--demo", "--turn-url", "turn:127.0.0.1:3478", "--turn-secret", "s"] + (direct ? ["--calls-allow-direct"] : [])) { server in
+            let (text, _, _) = try await Self.iceServers(server, as: "maria")
+            let response = try JSONCoding.decoder().decode(ICEServersResponse.self, from: Data(text.utf8))
+            #expect(response.callsAvailable && response.iceTransportPolicy == (direct ? .all : .relay), "\(text)")
         }
     }
 

@@ -191,4 +191,39 @@ struct CommandLineTests {
             #expect(mode(data) == 0o700, "\(data): \(String(mode(data) ?? 0, radix: 8))")
         }
     }
+
+    @Test("migrate and admin create the database (and admin the data directory and its secrets key) owner-only, whatever the umask")
+    func commandsCreateFilesOwnerOnly() async throws {
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let directory = try makeTemporaryDirectory("owner-only")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func mode(_ path: String) -> mode_t? {
+            var status = stat()
+            return stat(path, &status) == 0 ? status.st_mode & 0o777 : nil
+        }
+        func expectOwnerOnly(_ database: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(mode(database) == 0o600, "\(database): \(String(mode(database) ?? 0, radix: 8))", sourceLocation: sourceLocation)
+            // SQLite gives -wal and -shm the database file's mode; they may be gone after a clean close.
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: database + suffix) {
+                #expect(mode(database + suffix) == 0o600, "\(database + suffix)", sourceLocation: sourceLocation)
+            }
+        }
+        let migrated = directory.appendingPathComponent("migrated.db").path
+        let migrate = try await runPortaria(["migrate", "--database", "sqlite://" + migrated])
+        #expect(migrate.status == 0, "\(migrate.stderr)")
+        expectOwnerOnly(migrated)
+
+        let administered = directory.appendingPathComponent("admin.db").path
+        let created = try await runPortaria(["admin", "create-company", "--name", "Edifício Modo", "--database", "sqlite://" + administered])
+        #expect(created.status == 0, "\(created.stderr)")
+        expectOwnerOnly(administered)
+
+        let data = directory.appendingPathComponent("admin-data").path
+        let rotated = try await runPortaria(["admin", "rotate-jwt-key", "--database", "sqlite://" + administered, "--data-dir", data])
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        #expect(mode(data) == 0o700, "\(data): \(String(mode(data) ?? 0, radix: 8))")
+        #expect(mode(data + "/secrets.key") == 0o600, "secrets.key: \(String(mode(data + "/secrets.key") ?? 0, radix: 8))")
+        expectOwnerOnly(administered)
+    }
 }

@@ -130,7 +130,8 @@ final class TestServer: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0",
                              "--database", "sqlite://" + directory.appendingPathComponent("portaria.db").path,
-                             "--data-dir", directory.appendingPathComponent("data").path] + arguments
+                             "--data-dir", directory.appendingPathComponent("data").path]
+            + (try EndToEndPostgres.sharedKeyArguments(arguments, environment: environment)) + arguments
         process.environment = PortariaBinary.environment(environment)
         process.currentDirectoryURL = directory
         process.standardOutput = FileHandle(forWritingAtPath: directory.appendingPathComponent("stdout").path)
@@ -345,6 +346,22 @@ enum EndToEndPostgres {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw HarnessError("psql failed: \(sql)") }
+    }
+
+    /// Every instance of one PostgreSQL database must wrap its secrets with the same key
+    /// (docs/ops.md), and each test server has its own data directory: a server given a
+    /// `postgres://` database and no key of its own gets `--secrets-key-file` of a key file
+    /// kept per database name (deterministic, so every instance writes the same bytes).
+    static func sharedKeyArguments(_ arguments: [String], environment: [String: String]) throws -> [String] {
+        guard !arguments.contains("--secrets-key-file"), environment["PORTARIA_SECRETS_KEY_FILE"] == nil,
+              let url = arguments.last(where: { $0.hasPrefix("postgres://") || $0.hasPrefix("postgresql://") }),
+              let name = URLComponents(string: url)?.path.split(separator: "/").last else { return [] }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("portaria-e2e-keys")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let file = directory.appendingPathComponent("\(name).key")
+        let bytes = Array(String(repeating: String(name), count: 32 / max(name.utf8.count, 1) + 1).utf8.prefix(32))
+        try Data(bytes.map { String(format: "%02x", $0) }.joined().utf8).write(to: file, options: .atomic)
+        return ["--secrets-key-file", file.path]
     }
 
     /// A new database's URL on the same cluster.

@@ -675,13 +675,20 @@ function openCall(visit) {
       socket.send(JSON.stringify(frame));
       return true;
     },
-    iceServers: async () => (await api("GET", "/v1/calls/ice_servers")).ice_servers || [],
+    iceServers: () => api("GET", "/v1/calls/ice_servers"),
     localVideo: $("call-local"),
     remoteVideo: $("call-remote"),
     onState: (state, text) => {
       section.dataset.state = state;
       $("call-status").textContent = text;
-      if (state === "ended") {
+      if (state === "unavailable") {
+        // No video, but the decision buttons stay: the answer still claimed the visit.
+        call = null;
+        $("call-videos").hidden = true;
+        $("call-hangup").hidden = true;
+        $("call-unmute").hidden = true;
+        $("call-close").hidden = false;
+      } else if (state === "ended") {
         call = null;
         $("call-actions").hidden = true;
         $("call-videos").hidden = true;

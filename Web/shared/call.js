@@ -10,6 +10,10 @@
 //   candidates at the wrong moment (CALL_STATE_CONFLICT).
 // - A frame that cannot be sent now (socket reconnecting) waits in a small outbox; the
 //   server keeps the call for 30 s while a side is away.
+// - `GET /v1/calls/ice_servers` says whether video can connect at all and which candidates
+//   this side may gather (decision 0066): a resident gathers relay candidates only, so not
+//   even its connectivity checks leave from its own addresses; without a relay the call is
+//   "unavailable" before any camera opens, and the decision goes on without video.
 
 const END_TEXTS = {
   hangup: { visitor: "O visitante encerrou a chamada.", resident: "O morador encerrou a chamada." },
@@ -18,6 +22,11 @@ const END_TEXTS = {
   max_duration: "A chamada chegou ao tempo máximo.",
   visit_closed: "Chamada encerrada.",
   server_shutdown: "Chamada encerrada pelo servidor.",
+};
+
+const UNAVAILABLE_TEXT = {
+  visitor: "Vídeo indisponível neste condomínio: aguarde a decisão do morador.",
+  resident: "Vídeo indisponível neste servidor (sem relay de vídeo): decida pelos botões.",
 };
 
 /** Camera and microphone, then microphone only, then nothing (the call still shows the other side). */
@@ -48,9 +57,10 @@ export class VideoCall {
   /**
    * @param {{role: "visitor"|"resident", visitID: string,
    *          send: (frame: object) => boolean,
-   *          iceServers: () => Promise<RTCIceServer[]>,
+   *          iceServers: () => Promise<{ice_servers?: RTCIceServer[], calls_available?: boolean,
+   *                                         ice_transport_policy?: "all"|"relay"}>,
    *          localVideo: HTMLVideoElement, remoteVideo: HTMLVideoElement,
-   *          onState: (state: "connecting"|"live"|"ended", text: string) => void,
+   *          onState: (state: "connecting"|"live"|"ended"|"unavailable", text: string) => void,
    *          onMuted?: () => void}} options
    */
   constructor(options) {
@@ -60,6 +70,7 @@ export class VideoCall {
     this.pc = null;
     this.stream = null;
     this.mediaPromise = null;
+    this.configPromise = null;
     this.chain = Promise.resolve();
     this.localCandidates = [];
     this.descriptionSent = false;
@@ -92,6 +103,7 @@ export class VideoCall {
   start() {
     this.state("connecting", "Conectando o vídeo…");
     this.enqueue(async () => {
+      if (!(await this.available())) return;
       const stream = await this.prepare();
       const pc = await this.connection();
       if (!pc) return;
@@ -110,7 +122,29 @@ export class VideoCall {
   /** Waits for the offer (the resident's side). */
   await() {
     this.state("connecting", "Conectando o vídeo…");
-    this.prepare();
+    this.enqueue(async () => {
+      if (await this.available()) this.prepare();
+    });
+  }
+
+  /** The server's call configuration, fetched once per call (the TURN credential is fresh). */
+  config() {
+    if (!this.configPromise) {
+      this.configPromise = Promise.resolve().then(() => this.options.iceServers()).catch(() => ({}));
+    }
+    return this.configPromise;
+  }
+
+  /** False (and the call shown as unavailable, nothing opened) when the server has no way to connect video. */
+  async available() {
+    const config = await this.config();
+    if (this.ended) return false;
+    if (config && config.calls_available === false) {
+      this.ended = true;
+      this.options.onState("unavailable", UNAVAILABLE_TEXT[this.role]);
+      return false;
+    }
+    return true;
   }
 
   /** A frame from the realtime socket (`call.*` or `error`); ignores other visits' frames. */
@@ -202,12 +236,12 @@ export class VideoCall {
 
   async connection() {
     if (this.pc) return this.pc;
-    let iceServers = [];
-    try {
-      iceServers = await this.options.iceServers();
-    } catch { /* without a relay, direct paths may still work */ }
+    const config = (await this.config()) || {};
     if (this.ended) return null;
-    const pc = new RTCPeerConnection({ iceServers });
+    const pc = new RTCPeerConnection({
+      iceServers: config.ice_servers || [],
+      iceTransportPolicy: config.ice_transport_policy === "relay" ? "relay" : "all",
+    });
     this.pc = pc;
     pc.onicecandidate = (event) => {
       const c = event.candidate;

@@ -60,9 +60,11 @@ final class WebRTCMediaEngine: CallMediaEngine {
         audio.isAudioEnabled = false
     }
 
-    func makePeerConnection(iceServers: [ICEServer],
+    func makePeerConnection(iceServers: [ICEServer], relayOnly: Bool,
                             events: @escaping @Sendable (PeerConnectionEvent) -> Void) async throws -> any PeerConnection {
         let configuration = RTCConfiguration()
+        // The server's ice_transport_policy: no check leaves from the phone's own addresses.
+        configuration.iceTransportPolicy = relayOnly ? .relay : .all
         configuration.sdpSemantics = .unifiedPlan
         configuration.iceServers = iceServers.map { RTCIceServer(urlStrings: $0.urls, username: $0.username, credential: $0.credential) }
         configuration.bundlePolicy = .maxBundle

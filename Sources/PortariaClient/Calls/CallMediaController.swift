@@ -226,14 +226,14 @@ public actor CallMediaController {
     private func perform(_ effect: CallMediaEffect, generation owner: Int) async {
         switch effect {
         case .fetchICEServers:
-            let servers = await iceServers()
-            await handle(.iceServers(servers), generation: owner)
-        case .createPeer(let servers):
+            let response = await iceServers()
+            await handle(.iceServers(response?.iceServers, relayOnly: response?.iceTransportPolicy == .relay), generation: owner)
+        case .createPeer(let servers, let relayOnly):
             // The call may have ended while this waited in the queue: no camera for it.
             guard owner == generation, !(session?.phase.isEnded ?? true) else { return }
             let (stream, continuation) = AsyncStream.makeStream(of: PeerConnectionEvent.self)
             do {
-                let made = try await engine.makePeerConnection(iceServers: servers) { continuation.yield($0) }
+                let made = try await engine.makePeerConnection(iceServers: servers, relayOnly: relayOnly) { continuation.yield($0) }
                 guard owner == generation, !(session?.phase.isEnded ?? true) else {
                     // The call ended while the connection was being made.
                     await made.close()
@@ -303,10 +303,11 @@ public actor CallMediaController {
     }
 
     /// `GET /v1/calls/ice_servers`, fresh for every call (the TURN credential lives 10
-    /// minutes). Nil when it fails: the call goes on with host candidates only.
-    private func iceServers() async -> [ICEServer]? {
+    /// minutes). Nil when it fails: the call goes on without a relay (and the server keeps
+    /// the phone's direct candidates from the visitor).
+    private func iceServers() async -> ICEServersResponse? {
         guard let response = try? await http.sendAuthorized(ClientHTTPRequest(method: "GET", path: "/v1/calls/ice_servers")),
               response.isSuccess else { return nil }
-        return (try? JSONCoding.decoder().decode(ICEServersResponse.self, from: response.body))?.iceServers
+        return try? JSONCoding.decoder().decode(ICEServersResponse.self, from: response.body)
     }
 }

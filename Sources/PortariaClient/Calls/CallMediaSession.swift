@@ -49,8 +49,10 @@ public protocol PeerConnection: Sendable {
 /// (`Apps/iOS/App/WebRTCMediaEngine.swift`), a fake in the tests.
 public protocol CallMediaEngine: Sendable {
     /// A new peer connection with these ICE servers; `events` receives its candidates and
-    /// state changes in order, from any thread.
-    func makePeerConnection(iceServers: [ICEServer],
+    /// state changes in order, from any thread. `relayOnly`: gather relay candidates only
+    /// (`iceTransportPolicy = .relay`), so not even a connectivity check leaves from the
+    /// phone's own addresses (decision 0066).
+    func makePeerConnection(iceServers: [ICEServer], relayOnly: Bool,
                             events: @escaping @Sendable (PeerConnectionEvent) -> Void) async throws -> any PeerConnection
     /// CallKit activated (true) or deactivated (false) the audio session. With WebRTC's
     /// manual audio the audio unit runs only in between; starting it earlier breaks CallKit.
@@ -105,8 +107,9 @@ public enum CallMediaStatus: Sendable, Equatable {
 // MARK: - The machine
 
 public enum CallMediaEvent: Sendable, Equatable {
-    /// `GET /v1/calls/ice_servers` answered (nil: it failed; the call goes on without a relay).
-    case iceServers([ICEServer]?)
+    /// `GET /v1/calls/ice_servers` answered (nil: it failed; the call goes on without a
+    /// relay). `relayOnly`: the server's `ice_transport_policy` is `relay`.
+    case iceServers([ICEServer]?, relayOnly: Bool = false)
     case peerCreated
     case peerFailed
     /// `call.offer` from the visitor.
@@ -129,7 +132,7 @@ public enum CallMediaEvent: Sendable, Equatable {
 
 public enum CallMediaEffect: Sendable, Equatable {
     case fetchICEServers
-    case createPeer([ICEServer])
+    case createPeer([ICEServer], relayOnly: Bool = false)
     /// Give the offer to the peer connection; `.answerCreated` / `.answerFailed` follows.
     case answerOffer(sdp: String)
     case addRemoteCandidate(ICECandidate?)
@@ -192,10 +195,10 @@ public struct CallMediaSession: Sendable, Equatable {
     public mutating func handle(_ event: CallMediaEvent) -> [CallMediaEffect] {
         guard !phase.isEnded else { return [] }
         switch event {
-        case .iceServers(let servers):
+        case .iceServers(let servers, let relayOnly):
             guard phase == .preparing, !peerRequested else { return [] }
             peerRequested = true
-            return [.createPeer(servers ?? [])]
+            return [.createPeer(servers ?? [], relayOnly: relayOnly)]
         case .peerCreated:
             guard phase == .preparing else { return [] }
             peerReady = true

@@ -38,7 +38,7 @@ public struct ICEServer: Codable, Sendable, Equatable {
 /// `GET /v1/calls/ice_servers`.
 public struct ICEServersResponse: Codable, Sendable, Equatable {
     /// Pass to `RTCPeerConnection` unchanged. Empty when the server has no TURN relay
-    /// configured: calls then rely on host candidates only (same network, or tests).
+    /// configured.
     public var iceServers: [ICEServer]
     /// Seconds the TURN credential stays usable for *starting* an allocation; fetch a
     /// fresh list for every call and for every ICE restart.
@@ -46,16 +46,46 @@ public struct ICEServersResponse: Codable, Sendable, Equatable {
     /// Whether a TURN relay is configured (`--turn-url`). False means `ice_servers`
     /// is deliberately empty, not that something failed.
     public var turnConfigured: Bool
+    /// Whether video calls can connect at all: false without TURN unless the server lets
+    /// calls connect directly (`--calls-allow-direct`). The ring and the decisions work
+    /// either way; a client shows "video unavailable" instead of connecting.
+    public var callsAvailable: Bool
+    /// `RTCPeerConnection`'s `iceTransportPolicy` for this caller: `relay` for a resident
+    /// or operator while calls are relay-only (their own connectivity checks must not
+    /// leave from their addresses either), `all` for the visitor's page and with
+    /// `--calls-allow-direct`.
+    public var iceTransportPolicy: ICETransportPolicy
 
-    public init(iceServers: [ICEServer], ttl: Int, turnConfigured: Bool) {
+    public init(iceServers: [ICEServer], ttl: Int, turnConfigured: Bool, callsAvailable: Bool = true,
+                iceTransportPolicy: ICETransportPolicy = .all) {
         self.iceServers = iceServers
         self.ttl = ttl
         self.turnConfigured = turnConfigured
+        self.callsAvailable = callsAvailable
+        self.iceTransportPolicy = iceTransportPolicy
     }
 
     enum CodingKeys: String, CodingKey {
-        case iceServers = "ice_servers", ttl, turnConfigured = "turn_configured"
+        case iceServers = "ice_servers", ttl, turnConfigured = "turn_configured", callsAvailable = "calls_available"
+        case iceTransportPolicy = "ice_transport_policy"
     }
+
+    /// A server without the two policy fields predates relay-only calls: its calls were
+    /// available and direct.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        iceServers = try container.decode([ICEServer].self, forKey: .iceServers)
+        ttl = try container.decode(Int.self, forKey: .ttl)
+        turnConfigured = try container.decode(Bool.self, forKey: .turnConfigured)
+        callsAvailable = try container.decodeIfPresent(Bool.self, forKey: .callsAvailable) ?? true
+        iceTransportPolicy = try container.decodeIfPresent(ICETransportPolicy.self, forKey: .iceTransportPolicy) ?? .all
+    }
+}
+
+/// Which candidates a peer connection may use (`RTCIceTransportPolicy`).
+public enum ICETransportPolicy: String, Codable, Sendable, Equatable {
+    case all
+    case relay
 }
 
 // MARK: - Signaling frames

@@ -47,18 +47,20 @@ public final class Application: Sendable {
         let storage = try await OpenedDatabase(configuration, log: log)
         database = storage.database
         for warning in configuration.warnings { log.warning(warning) }
-        let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile, log: log)
+        let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile,
+                                                   dataDirectory: configuration.dataDirectory, log: log)
         let sms = Self.smsSender(configuration, log: log)
         let sessionCache = try Authenticator.sessionCache(for: database, entries: configuration.sessionCacheEntries)
         let authenticator = Authenticator(database: database, jwt: secrets.jwt, sessionCache: sessionCache)
-        let push = try await PushDelivery(configuration, database: database, instance: storage.instance, log: log)
+        let push = try await PushDelivery(configuration, database: database, secretsKey: secrets.key,
+                                          instance: storage.instance, log: log)
         vapidPublicKey = push.vapid.publicKey
         pushWorker = push.worker
         webSockets = Self.webSocketHub(log: log)
         iceServers = try Self.iceServers(configuration, log: log)
         visits = VisitsModule(database: database, authenticator: authenticator,
                               configuration: Self.visitsConfiguration(configuration), log: log)
-        let feed = try Self.realtimeFeed(configuration, database: database, hub: webSockets, relayOnly: iceServers.turn != nil,
+        let feed = try Self.realtimeFeed(configuration, database: database, hub: webSockets, relayOnly: !iceServers.allowsDirect,
                                      visits: visits.bus, log: log)
         realtime = feed
         let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
@@ -145,9 +147,10 @@ public final class Application: Sendable {
         let shutdownProviders: @Sendable () -> Void
         let worker: PushWorker
 
-        init(_ configuration: ServerConfiguration, database: any SQLDatabase, instance: InstanceName?, log: Log) async throws {
+        init(_ configuration: ServerConfiguration, database: any SQLDatabase, secretsKey: SecretsKey?, instance: InstanceName?,
+             log: Log) async throws {
             vapid = try await VAPIDKeys.load(database, keyFile: configuration.vapidKeyFile,
-                                             secretsKeyFile: configuration.secretsKeyFile, subject: configuration.vapidSubject)
+                                             secretsKey: secretsKey, subject: configuration.vapidSubject)
             let webPush = try WebPushProvider(vapid: vapid, hosts: configuration.webPushHosts, caFile: configuration.caFile, log: log)
             log.info("Web Push enabled", ["hosts": .string(configuration.webPushHosts.patterns.joined(separator: ",")),
                                           "subject": .string(configuration.vapidSubject)])
@@ -172,10 +175,13 @@ public final class Application: Sendable {
         return WebSocketHub(configuration: socketConfiguration, log: log)
     }
 
+    /// The ICE servers calls get, and the one line that says what calls do (decision 0066).
     static func iceServers(_ configuration: ServerConfiguration, log: Log) throws -> ICEServerProvider {
         let iceServers = try ICEServerProvider(configuration: configuration)
-        if iceServers.turn == nil {
-            log.info("no --turn-url: /v1/calls/ice_servers answers an empty list (calls use host candidates only)")
+        if configuration.callsAllowDirect {
+            log.warning("--calls-allow-direct: video calls may connect directly, so an anonymous visitor's page sees the answering resident's LAN, public and IPv6 addresses (demo or LAN use only)")
+        } else if iceServers.turn == nil {
+            log.warning("no --turn-url: video calls are unavailable (calls are relay-only, so no visitor learns a resident's address); rings and decisions work without video")
         }
         return iceServers
     }
@@ -191,16 +197,13 @@ public final class Application: Sendable {
         return visits
     }
 
-    /// The realtime feed of `visits`' events. `relayOnly`: a TURN server is configured, so
-    /// residents' direct candidates are withheld from visitors.
+    /// The realtime feed of `visits`' events. `relayOnly`: direct calls are not allowed,
+    /// so residents' non-relay candidates are withheld from visitors (decision 0066).
     static func realtimeFeed(_ configuration: ServerConfiguration, database: any SQLDatabase, hub: WebSocketHub,
                              relayOnly: Bool, visits: EventBus, log: Log) throws -> RealtimeFeed {
         var limits = RealtimeLimits()
         if let perUser = configuration.realtimeConnectionsPerUser { limits.connectionsPerUser = perUser }
         limits.residentRelayOnly = relayOnly
-        if !relayOnly {
-            log.warning("no TURN: video calls use direct candidates, so a visitor's page sees the answering resident's IP addresses (set --turn-url in production)")
-        }
         // SQLite: the feed watches for auth changes itself (PostgreSQL: `authChanged`).
         let watcher = try (database as? SQLiteDatabase).map { try SQLiteAuthWatcher(path: $0.path) }
         let feed = RealtimeFeed(database: database, hub: hub, limits: limits, log: log, authChanges: watcher)
@@ -286,7 +289,7 @@ public final class Application: Sendable {
         AuthRoutes(auth: auth, authenticator: authenticator).register(on: router)
         let (visitService, visitors) = (visits.service, visits.visitors)
         CallRoutes(iceServers: iceServers, authenticator: authenticator,
-                   visitorVisit: { request in try visitService.visitorLiveCall(try await visitors.access(request)) }).register(on: router)
+                   visitorVisit: { request in try await visitService.visitorLiveCall(try await visitors.access(request)) }).register(on: router)
         RealtimeRoutes(feed: realtime, hub: webSockets, tickets: RealtimeTickets(database: database),
                        authenticator: authenticator, visits: visits.service, visitors: visits.visitors,
                        allowedOrigins: configuration.allowedOrigins).register(on: router)

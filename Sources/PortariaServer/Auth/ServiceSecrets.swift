@@ -2,12 +2,13 @@ import Foundation
 import PortariaCore
 
 /// Server-side secrets that every instance must share, kept in the database: the JWT
-/// signing keys and the pepper OTP codes are hashed with. Created on first start.
+/// signing keys, the pepper OTP codes are hashed with and the VAPID key. Created on first
+/// start.
 ///
-/// With a `SecretsKey` (`--secrets-key-file`) they are stored wrapped (AES-256-GCM), and
-/// plaintext ones found at start are wrapped then, in the same transaction; without one
-/// they stay as they are — plaintext, with a warning — and a database whose secrets are
-/// wrapped refuses to start (decision 0013).
+/// `serve` always stores them wrapped (AES-256-GCM) with the key of `SecretsKeyFile`
+/// (`--secrets-key-file`, or the one made in the data directory); plaintext ones found at
+/// start (a database from before) are wrapped then, in the same transaction. A database
+/// whose secrets are wrapped does not start without its key (decisions 0013, 0065).
 public struct ServiceSecrets: Sendable {
     public let jwt: JWTCodec
     public let otpPepper: [UInt8]
@@ -15,28 +16,30 @@ public struct ServiceSecrets: Sendable {
     public var wrappedAtStart = 0
     /// Whether the database holds the secrets in plaintext.
     public var plaintext = true
+    /// The key the secrets are wrapped with (nil only for `loadOrCreate` without one).
+    public var key: SecretsKey?
 
-    /// What `serve` does: reads the key file (if any), loads the secrets, and says how
-    /// they are kept. Problems become one-line startup errors.
-    public static func open(_ database: any SQLDatabase, keyFile: String?, log: Log) async throws -> ServiceSecrets {
+    /// What `serve` and `admin` do: reads the key (`--secrets-key-file`, or the data
+    /// directory's, made now when the database holds no wrapped secret yet), loads the
+    /// secrets, wraps plaintext ones, and says so. Problems become one-line startup errors.
+    public static func open(_ database: any SQLDatabase, keyFile: String?, dataDirectory: String, log: Log) async throws -> ServiceSecrets {
         do {
-            var key: SecretsKey?
-            if let keyFile {
-                key = try SecretsKey.load(path: keyFile)
-                if SecretFile.isShared(keyFile) {
-                    log.warning("--secrets-key-file is readable by other users; chmod 600 it", ["file": .string(keyFile)])
-                }
+            let file = try SecretsKeyFile(keyFile: keyFile, dataDirectory: dataDirectory)
+            if file.existing != nil, SecretFile.isShared(file.path) {
+                log.warning("the secrets key file is readable by other users; chmod 600 it", ["file": .string(file.path)])
             }
-            let secrets = try await loadOrCreate(database, key: key)
+            let secrets = try await loadOrCreate(database, key: file.existing, creating: file.existing == nil ? file : nil)
             if secrets.wrappedAtStart > 0, let sqlite = database as? SQLiteDatabase {
                 // The plaintext versions are still in the WAL's older frames.
                 try await sqlite.checkpointAndTruncate()
             }
-            if secrets.wrappedAtStart > 0 {
-                log.info("wrapped the database's plaintext secrets with --secrets-key-file", ["count": .number(Double(secrets.wrappedAtStart))])
+            if file.existing == nil {
+                log.info("created the secrets key file; keep it with every instance and back it up apart from the database",
+                         ["file": .string(file.path)])
             }
-            if secrets.plaintext {
-                log.warning("JWT signing keys and the OTP pepper are stored in plaintext in the database; start with --secrets-key-file to wrap them")
+            if secrets.wrappedAtStart > 0 {
+                log.info("wrapped the database's plaintext secrets with the secrets key file",
+                         ["count": .number(Double(secrets.wrappedAtStart)), "file": .string(file.path)])
             }
             return secrets
         } catch let error as SecretsError {
@@ -44,10 +47,37 @@ public struct ServiceSecrets: Sendable {
         }
     }
 
-    public static func loadOrCreate(_ database: any SQLDatabase, key: SecretsKey? = nil, now: Date = Date()) async throws -> ServiceSecrets {
+    /// Loads the secrets (creating them on a new database), wrapping plaintext ones with
+    /// `key`. With `creating`, `key` is nil and a new key is made: written to that file,
+    /// under the database's lock, only when no stored secret is wrapped yet (else the
+    /// secrets belong to a key that is not here, and this throws).
+    public static func loadOrCreate(_ database: any SQLDatabase, key: SecretsKey? = nil, creating: SecretsKeyFile? = nil,
+                                    now: Date = Date()) async throws -> ServiceSecrets {
         try await database.write { db in
             // Two instances starting together must not each mint a different first key.
             try db.lock(.serviceSecrets)
+            var key = key
+            if let creating, key == nil {
+                // Secrets wrapped by a key that is not here: refuse rather than mint anew.
+                if try Self.anyWrapped(db) { throw SecretsError(creating.missingMessage) }
+                let fresh = try SecretsKey(bytes: Crypto.randomBytes(32))
+                // On disk before anything is wrapped with it, and before the commit.
+                try creating.create(fresh)
+                key = fresh
+            }
+            return try Self.loadOrCreate(db, key: key, now: now)
+        }
+    }
+
+    /// Whether any stored secret is wrapped.
+    static func anyWrapped(_ db: any SQLConnection) throws -> Bool {
+        let rows = try db.query("SELECT secret AS value FROM signing_keys UNION ALL SELECT value FROM service_state WHERE key IN ('otp_pepper', 'vapid_private_key')", [])
+        return try rows.contains { SecretsKey.isWrapped(try $0.string("value") ?? "") }
+    }
+
+    /// The body of `loadOrCreate`, inside its transaction and lock.
+    static func loadOrCreate(_ db: any SQLConnection, key: SecretsKey?, now: Date) throws -> ServiceSecrets {
+        do {
             let existing = try db.queryOne("SELECT COUNT(*) AS n FROM signing_keys WHERE retired_at IS NULL", [])?.int("n") ?? 0
             if existing == 0 {
                 let id = Self.newKeyID(now)
@@ -84,6 +114,15 @@ public struct ServiceSecrets: Sendable {
                     plaintext = true
                 }
             }
+            // The VAPID key (made later in the start, by `VAPIDKeys.load`) when a database from
+            // before holds it in plaintext.
+            if let key, let storedVAPID = try db.queryOne("SELECT value FROM service_state WHERE key = 'vapid_private_key'", [])?
+                .string("value"), !SecretsKey.isWrapped(storedVAPID) {
+                let bytes = try Self.reveal(storedVAPID, context: VAPIDKeys.context, key: nil)
+                try db.execute("UPDATE service_state SET value = ?, updated_at = ? WHERE key = 'vapid_private_key'",
+                               .text(key.seal(bytes, context: VAPIDKeys.context)), .date(now))
+                wrapped += 1
+            }
 
             let keys = try db.query("SELECT id, secret FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC", [])
                 .map { row -> SigningKey in
@@ -95,6 +134,7 @@ public struct ServiceSecrets: Sendable {
             var secrets = ServiceSecrets(jwt: JWTCodec(keys: keys, currentKeyID: keys[0].id), otpPepper: pepper)
             secrets.wrappedAtStart = wrapped
             secrets.plaintext = plaintext
+            secrets.key = key
             return secrets
         }
     }
@@ -110,7 +150,7 @@ public struct ServiceSecrets: Sendable {
     static func reveal(_ stored: String, context: String, key: SecretsKey?) throws -> [UInt8] {
         if SecretsKey.isWrapped(stored) {
             guard let key else {
-                throw SecretsError("the database's secrets are wrapped: start with --secrets-key-file (or PORTARIA_SECRETS_KEY_FILE)")
+                throw SecretsError("the database's secrets are wrapped: start with their secrets key file (--secrets-key-file or PORTARIA_SECRETS_KEY_FILE)")
             }
             return try key.open(stored, context: context)
         }

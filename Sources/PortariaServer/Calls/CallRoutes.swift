@@ -8,7 +8,8 @@ struct CallRoutes {
     let iceServers: ICEServerProvider
     let authenticator: Authenticator
     /// Resolves a visitor token to its visit while a call is live for it (else 409
-    /// `CALL_NOT_ACTIVE`), so the gate page can fetch relay credentials for that call only.
+    /// `CALL_NOT_ACTIVE`: ringing, ended, or its visit closed), so the gate page can fetch
+    /// relay credentials for that call only.
     let visitorVisit: @Sendable (HTTPRequest) async throws -> String
 
     func register(on router: Router) {
@@ -16,7 +17,7 @@ struct CallRoutes {
             // The gate page: a visitor token (no dots) gets credentials for its own visit.
             if Authenticator.bearerIsVisitorToken(request) {
                 let visitID = try await visitorVisit(request)
-                return .json(iceServers.iceServers(forSubject: "visitor-\(visitID)"), headers: [("Cache-Control", "no-store")])
+                return .json(iceServers.iceServers(forSubject: "visitor-\(visitID)", visitor: true), headers: [("Cache-Control", "no-store")])
             }
             // Any member of the selected company: residents answer calls, operators
             // take them at the console. A relay costs bandwidth, hence no anonymous use.

@@ -1,16 +1,18 @@
 import PortariaCore
 
-/// Keeps the resident's IP addresses from the anonymous visitor (LGPD).
+/// Keeps the resident's IP addresses from the anonymous visitor (LGPD; decision 0066).
 ///
 /// A WebRTC peer announces its addresses as ICE candidates: `host` (the phone's own LAN or
-/// carrier address), `srflx`/`prflx` (its public address as a STUN server or the peer saw
-/// it) and `relay` (an address on our TURN server). Anyone who scans the gate's QR code can
-/// ring, so the resident's side reaches the visitor through TURN only: when TURN is
-/// configured, the server forwards only `relay` candidates from a resident to a visitor,
-/// in trickled `call.ice` frames and inside the SDP of `call.offer`/`call.answer`, and
-/// blanks the SDP's connection addresses. The visitor's own candidates are not touched
-/// (the gate page is the party that chose to reveal itself). Without TURN there would be
-/// no candidate left, so nothing is filtered and the server says so at start-up.
+/// carrier address, or an mDNS `.local` name), `srflx`/`prflx` (its public address as a
+/// STUN server or the peer saw it) and `relay` (an address on our TURN server). Anyone who
+/// scans the gate's QR code can ring, so the resident's side reaches the visitor through
+/// TURN only: unless `--calls-allow-direct` is given, the server forwards only `relay`
+/// candidates from a resident to a visitor, in trickled `call.ice` frames and inside the
+/// SDP of `call.offer`/`call.answer`, and blanks the SDP's connection addresses. The
+/// server is the one party the visitor cannot talk around, so it enforces this whatever
+/// the resident's client does. The visitor's own candidates are not touched (the gate page
+/// is the party that chose to reveal itself). Without TURN no candidate is left, so
+/// calls are offered as unavailable (`calls_available: false`).
 public enum CandidatePrivacy {
     /// The candidate type of `candidate:…` (an SDP attribute value), or nil if unreadable.
     static func type(of candidate: String) -> String? {

@@ -79,13 +79,19 @@ public struct ICEServerProvider: Sendable {
 
     public let turn: TURNSettings?
     public let lifetime: Int
+    /// `--calls-allow-direct`: residents' direct candidates may reach the visitor.
+    public let allowsDirect: Bool
     private let now: @Sendable () -> Date
 
-    public init(turn: TURNSettings?, lifetime: Int = ICEServerProvider.defaultLifetime,
+    /// Whether calls can connect: through TURN, or directly when that is allowed.
+    public var callsAvailable: Bool { turn != nil || allowsDirect }
+
+    public init(turn: TURNSettings?, lifetime: Int = ICEServerProvider.defaultLifetime, allowsDirect: Bool = false,
                 now: @escaping @Sendable () -> Date = { Date() }) {
         precondition(lifetime > 0, "a TURN credential lifetime must be positive")
         self.turn = turn
         self.lifetime = lifetime
+        self.allowsDirect = allowsDirect
         self.now = now
     }
 
@@ -95,7 +101,7 @@ public struct ICEServerProvider: Sendable {
         if let url = configuration.turnURL, let secret = configuration.turnSecret {
             turn = try TURNSettings.parse(url: url, secret: secret)
         }
-        self.init(turn: turn, now: now)
+        self.init(turn: turn, allowsDirect: configuration.callsAllowDirect, now: now)
     }
 
     /// The list for one participant. `subject` identifies who the relay serves, for
@@ -105,9 +111,16 @@ public struct ICEServerProvider: Sendable {
     ///
     /// Without TURN configured the list is empty and `turn_configured` false: we run
     /// no STUN server of our own then, and pointing clients at a public one would
-    /// hand residents' and visitors' IP addresses to a third party.
-    public func iceServers(forSubject subject: String) -> ICEServersResponse {
-        guard let turn else { return ICEServersResponse(iceServers: [], ttl: lifetime, turnConfigured: false) }
+    /// hand residents' and visitors' IP addresses to a third party. `calls_available`
+    /// and `ice_transport_policy` tell the client what the server enforces (decision
+    /// 0066): a resident or operator (`visitor` false) gathers relay candidates only
+    /// unless direct calls are allowed; the visitor's page gathers every kind.
+    public func iceServers(forSubject subject: String, visitor: Bool = false) -> ICEServersResponse {
+        let policy: ICETransportPolicy = visitor || allowsDirect ? .all : .relay
+        guard let turn else {
+            return ICEServersResponse(iceServers: [], ttl: lifetime, turnConfigured: false, callsAvailable: allowsDirect,
+                                      iceTransportPolicy: policy)
+        }
         let (username, credential) = Self.credential(secret: turn.secret, subject: subject,
                                                      expiresAt: Int(now().timeIntervalSince1970.rounded(.down)) + lifetime)
         var servers: [ICEServer] = []
@@ -123,7 +136,8 @@ public struct ICEServerProvider: Sendable {
             relay = ["turn:\(turn.authority)?transport=udp", "turn:\(turn.authority)?transport=tcp"]
         }
         servers.append(ICEServer(urls: relay, username: username, credential: credential))
-        return ICEServersResponse(iceServers: servers, ttl: lifetime, turnConfigured: true)
+        return ICEServersResponse(iceServers: servers, ttl: lifetime, turnConfigured: true, callsAvailable: true,
+                                  iceTransportPolicy: policy)
     }
 
     /// The TURN REST API pair for `subject` valid until `expiresAt` (Unix seconds).

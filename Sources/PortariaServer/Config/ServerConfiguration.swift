@@ -25,6 +25,9 @@ public struct ServerConfiguration: Sendable {
     public var smsWebhook: String?
     public var turnURL: String?
     public var turnSecret: String?
+    /// Lets calls connect directly (`--calls-allow-direct`): the visitor's page then sees
+    /// the answering resident's addresses. Off: calls are relay-only (decision 0066).
+    public var callsAllowDirect = false
     /// The key that wraps the secrets kept in the database (`--secrets-key-file`).
     public var secretsKeyFile: String?
     /// Things worth a warning at startup (a secret given on the command line, …).
@@ -103,7 +106,8 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("turn-url", help: "TURN relay for video calls: turn:host[:port] or turns:host[:port]"),
         OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret (prefer --turn-secret-file or the environment: ps shows arguments)"),
         OptionSpec("turn-secret-file", help: "file holding the coturn shared secret (first line)"),
-        OptionSpec("secrets-key-file", help: "32-byte key (raw, hex or base64) that wraps the JWT keys and OTP pepper in the database"),
+        OptionSpec("calls-allow-direct", takesValue: false, help: "let video calls connect directly (demo/LAN): the anonymous visitor's page then sees the answering resident's LAN, public and IPv6 addresses; default: relay-only through --turn-url, no video without it"),
+        OptionSpec("secrets-key-file", help: "32-byte key (raw, hex or base64) that wraps every secret the database keeps (default: DATA-DIR/secrets.key, made at first start)"),
         OptionSpec("trusted-proxies", help: "comma-separated proxy addresses/CIDRs whose X-Forwarded-For names the client"),
         OptionSpec("allowed-origins", help: "comma-separated browser origins allowed on /v1/realtime besides this server's own"),
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
@@ -174,6 +178,7 @@ public struct ServerConfiguration: Sendable {
             configuration.warnings.append("--turn-secret on the command line is visible to every user of this machine (ps); use --turn-secret-file or PORTARIA_TURN_SECRET")
         }
         configuration.secretsKeyFile = options.value("secrets-key-file")
+        configuration.callsAllowDirect = options.flag("calls-allow-direct")
         configuration.trustedProxies = (options.value("trusted-proxies") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         do { _ = try TrustedProxies(configuration.trustedProxies) } catch let error as ServerStartError {

@@ -22,9 +22,9 @@ public struct RealtimeLimits: Sendable {
     public var clientMessageBurst = 60.0
     /// Messages of one socket waiting for the feed task; more closes the socket (1008).
     public var maxPendingPerSocket = 32
-    /// Forward only TURN relay candidates from residents to visitors (set when TURN is
-    /// configured; see `CandidatePrivacy`).
-    public var residentRelayOnly = false
+    /// Forward only TURN relay candidates from residents to visitors (`CandidatePrivacy`);
+    /// off only with `--calls-allow-direct` (decision 0066).
+    public var residentRelayOnly = true
     public init() {}
 }
 

@@ -341,14 +341,22 @@ public struct VisitService: Sendable {
     }
 
     /// The visit whose call a visitor may get relay credentials for: only while the call
-    /// is live (the visit answered, within the longest call). A relay credential is
-    /// bandwidth on our TURN server; a token that has no call gets none (409).
-    func visitorLiveCall(_ access: VisitorAccess) throws -> String {
+    /// is live (the visit answered, within the longest call, and its call not ended). A
+    /// relay credential is bandwidth on our TURN server; a token that has no call gets
+    /// none (409). "Ended" is read from the visit's timeline (the `call_ended` attempt the
+    /// instance holding the call writes), so it holds on every instance.
+    func visitorLiveCall(_ access: VisitorAccess) async throws -> String {
         guard access.status == .answered, let answeredAt = access.answeredAt,
               clock.now() < answeredAt.addingTimeInterval(configuration.callWindow) else {
             throw VisitError.callNotActive(access.status)
         }
-        return access.visitID.rawValue
+        let visitID = access.visitID
+        let ended = try await database.read { db in
+            try db.queryOne("SELECT 1 AS ended FROM visit_attempts WHERE visit_id = ? AND kind = ? AND created_at >= ? LIMIT 1",
+                            .id(visitID), .text(AttemptKind.callEnded.rawValue), .date(answeredAt)) != nil
+        }
+        if ended { throw VisitError.callNotActive(access.status) }
+        return visitID.rawValue
     }
 
     func visitorVisit(_ access: VisitorAccess) async throws -> PublicVisit {

@@ -3,8 +3,10 @@ import Testing
 
 /// The video call end to end: two headless Chromium instances (each with Chromium's fake
 /// camera and microphone) against the real `portaria serve --demo` — the visitor's gate
-/// page and Maria's web app — with signaling over `/v1/realtime` and media over loopback
-/// host candidates (no TURN relay in tests).
+/// page and Maria's web app — with signaling over `/v1/realtime`. Media flows over loopback
+/// host candidates, which the server forwards to the visitor only with
+/// `--calls-allow-direct` (decision 0066); without it and without TURN, both pages say video
+/// is unavailable and the decision goes on.
 @Suite("Video call between the gate page and the resident app in Chromium", .serialized,
        .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
 struct VideoCallBrowserTests {
@@ -20,49 +22,85 @@ struct VideoCallBrowserTests {
         return style.position === 'absolute' && style.transform === 'matrix(-1, 0, 0, 1, 0, 0)';
         """
 
-    @Test("The visitor rings A-101, Maria answers in the app, both see each other, then she authorizes and the call ends")
-    func visitorAndResidentSeeEachOther() async throws {
+    /// Maria logs in, the visitor rings A-101 as "Visitante Vídeo", and Maria taps Atender;
+    /// returns the visit id once she did.
+    static func ringAndAnswer(origin: String, gate: WebDriver, app: WebDriver) async throws -> String {
+        // Maria's app first, so its socket (with this browser's device id) is live.
+        try await app.navigate("\(origin)/app/")
+        try await app.type(try await app.find(css: "#username"), "maria")
+        try await app.type(try await app.find(css: "#password"), "demo1234")
+        try await app.click(css: "#login")
+        try await app.waitFor("the company choice") { try await app.visibleText("#company") != nil }
+        try await app.click(try await app.find(xpath: "//select[@id='company']/option[text()='Residencial Demo']"))
+        try await app.click(css: "#login")
+        try await app.waitForText("#title", containing: "Residencial Demo")
+        try await app.waitFor("the app's realtime socket") {
+            try await app.execute("return document.body.dataset.connection") as? String == "live"
+        }
+
+        // The visitor rings A-101 from the gate.
+        try await gate.navigate("\(origin)/gate/demo-gate")
+        try await gate.waitFor("the unit list") {
+            try await gate.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+        }
+        try await gate.click(try await gate.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
+        try await gate.type(try await gate.find(css: "#name"), "Visitante Vídeo")
+        try await gate.click(css: "#ring")
+        try await gate.waitForText("#visit-state", containing: "Chamando")
+        try await gate.waitFor("the gate's realtime socket") {
+            try await gate.execute("return document.body.dataset.connection") as? String == "live"
+        }
+
+        // Maria sees it ringing and taps Atender.
+        var visitID = ""
+        try await app.waitFor("the ringing visit with its Atender button") {
+            visitID = try await app.execute("""
+                const item = Array.from(document.querySelectorAll('li.visit'))
+                  .find((li) => li.querySelector('.name')?.textContent === arguments[0]);
+                return item && item.querySelector('button[data-action=answer]') ? item.dataset.id : '';
+                """, ["Visitante Vídeo"]) as? String ?? ""
+            return !visitID.isEmpty
+        }
+        try await app.click(css: "li.visit[data-id='\(visitID)'] button[data-action=answer]")
+        return visitID
+    }
+
+    @Test("Without TURN and without --calls-allow-direct: Maria answers, both pages say video is unavailable without opening a camera, and she still decides from the call panel")
+    func videoUnavailableWithoutRelay() async throws {
         try await TestServer.with(["--demo"]) { server in
             let origin = "http://127.0.0.1:\(server.port)"
             try await WebDriver.with { gate in
                 try await WebDriver.with { app in
-                    // Maria's app first, so its socket (with this browser's device id) is live.
-                    try await app.navigate("\(origin)/app/")
-                    try await app.type(try await app.find(css: "#username"), "maria")
-                    try await app.type(try await app.find(css: "#password"), "demo1234")
-                    try await app.click(css: "#login")
-                    try await app.waitFor("the company choice") { try await app.visibleText("#company") != nil }
-                    try await app.click(try await app.find(xpath: "//select[@id='company']/option[text()='Residencial Demo']"))
-                    try await app.click(css: "#login")
-                    try await app.waitForText("#title", containing: "Residencial Demo")
-                    try await app.waitFor("the app's realtime socket") {
-                        try await app.execute("return document.body.dataset.connection") as? String == "live"
+                    _ = try await Self.ringAndAnswer(origin: origin, gate: gate, app: app)
+                    try await gate.waitForText("#visit-state", containing: "Atendido")
+                    try await gate.waitFor("the gate page's call section to say unavailable") {
+                        try await gate.execute("return document.getElementById('call').dataset.state") as? String == "unavailable"
                     }
+                    try await gate.waitForText("#call-status", containing: "Vídeo indisponível")
+                    try await app.waitFor("the app's call panel to say unavailable") {
+                        try await app.execute("return document.getElementById('call').dataset.state") as? String == "unavailable"
+                    }
+                    try await app.waitForText("#call-status", containing: "Vídeo indisponível")
+                    for page in [gate, app] {
+                        #expect(try await page.execute("return document.getElementById('call-local').srcObject === null") as? Bool == true,
+                                "a camera was opened for a call that cannot connect")
+                    }
+                    await gate.screenshot("call-unavailable-gate")
+                    await app.screenshot("call-unavailable-app")
+                    try await app.click(css: "#call-actions button[data-action=authorize]")
+                    try await gate.waitForText("#visit-state", containing: "Autorizado — pode entrar", within: .seconds(10))
+                }
+            }
+        }
+    }
 
-                    // The visitor rings A-101 from the gate.
-                    try await gate.navigate("\(origin)/gate/demo-gate")
-                    try await gate.waitFor("the unit list") {
-                        try await gate.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
-                    }
-                    try await gate.click(try await gate.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
-                    try await gate.type(try await gate.find(css: "#name"), "Visitante Vídeo")
-                    try await gate.click(css: "#ring")
-                    try await gate.waitForText("#visit-state", containing: "Chamando")
-                    try await gate.waitFor("the gate's realtime socket") {
-                        try await gate.execute("return document.body.dataset.connection") as? String == "live"
-                    }
-
-                    // Maria sees it ringing and taps Atender.
-                    var visitID = ""
-                    try await app.waitFor("the ringing visit with its Atender button") {
-                        visitID = try await app.execute("""
-                            const item = Array.from(document.querySelectorAll('li.visit'))
-                              .find((li) => li.querySelector('.name')?.textContent === arguments[0]);
-                            return item && item.querySelector('button[data-action=answer]') ? item.dataset.id : '';
-                            """, ["Visitante Vídeo"]) as? String ?? ""
-                        return !visitID.isEmpty
-                    }
-                    try await app.click(css: "li.visit[data-id='\(visitID)'] button[data-action=answer]")
+    @Test("The visitor rings A-101, Maria answers in the app, both see each other, then she authorizes and the call ends")
+    func visitorAndResidentSeeEachOther() async throws {
+        try await TestServer.with(["--demo", "--calls-allow-direct"]) { server in
+            let origin = "http://127.0.0.1:\(server.port)"
+            try await WebDriver.with { gate in
+                try await WebDriver.with { app in
+                    let visitID = try await Self.ringAndAnswer(origin: origin, gate: gate, app: app)
                     try await gate.waitForText("#visit-state", containing: "Atendido")
 
                     // Both sides end up playing the other's (fake) camera.

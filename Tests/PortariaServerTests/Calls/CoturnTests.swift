@@ -252,7 +252,7 @@ struct CoturnTests {
             .map { "--" + $0 }
     }
 
-    @Test("the documented coturn policy refuses relays to metadata, CGNAT, loopback, private and reserved addresses, and TCP relays",
+    @Test("the documented coturn policy refuses relays to metadata, CGNAT, loopback, private and reserved addresses, the TURN host's own public address, and TCP relays",
           .timeLimit(.minutes(1)))
     func documentedPolicyDeniesInternalPeers() async throws {
         let policy = try Self.documentedPolicy()
@@ -266,7 +266,7 @@ struct CoturnTests {
                 guard let allocation = opened else { throw TURNTestError("allocation refused: \(refused ?? 0)") }
                 var outcomes: [String: Int?] = [:]
                 for peer in ["169.254.169.254", "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "100.64.0.1",
-                             "0.0.0.1", "198.18.0.1", "224.0.0.1", "203.0.113.7"] {
+                             "0.0.0.1", "198.18.0.1", "224.0.0.1", "203.0.113.10", "203.0.113.7"] {
                     outcomes[peer] = try connection.createPermission(allocation, peer: peer)
                 }
                 return outcomes

@@ -40,8 +40,10 @@ struct ICEServersTests {
 
         // The wire shape: snake_case, STUN entry without null username/credential.
         let json = String(decoding: try JSONCoding.encoder().encode(response), as: UTF8.self)
-        #expect(json.hasPrefix(#"{"ice_servers":[{"urls":["stun:turn.example.org:3478"]},{"credential":""#))
-        #expect(json.hasSuffix(#""ttl":600,"turn_configured":true}"#))
+        #expect(json.hasPrefix(#"{"calls_available":true,"ice_servers":[{"urls":["stun:turn.example.org:3478"]},{"credential":""#))
+        #expect(json.hasSuffix(#""ice_transport_policy":"relay","ttl":600,"turn_configured":true}"#))
+        // The visitor's page gathers every kind; so does everyone with direct calls allowed.
+        #expect(provider.iceServers(forSubject: "visitor-v", visitor: true).iceTransportPolicy == .all)
     }
 
     @Test("turns: lists only TURN over TLS; IPv6 hosts are bracketed")
@@ -53,12 +55,18 @@ struct ICEServersTests {
         #expect(v6.iceServers[0].urls == ["stun:[2001:db8::1]:3479"])
     }
 
-    @Test("without TURN: an empty list that says so")
+    @Test("without TURN: an empty list that says so, and that calls are unavailable unless direct calls are allowed")
     func listWithoutTURN() throws {
         let response = ICEServerProvider(turn: nil).iceServers(forSubject: "user-1")
-        #expect(response == ICEServersResponse(iceServers: [], ttl: 600, turnConfigured: false))
+        #expect(response == ICEServersResponse(iceServers: [], ttl: 600, turnConfigured: false, callsAvailable: false,
+                                               iceTransportPolicy: .relay))
         let json = String(decoding: try JSONCoding.encoder().encode(response), as: UTF8.self)
-        #expect(json == #"{"ice_servers":[],"ttl":600,"turn_configured":false}"#)
+        #expect(json == #"{"calls_available":false,"ice_servers":[],"ice_transport_policy":"relay","ttl":600,"turn_configured":false}"#)
+        let direct = ICEServerProvider(turn: nil, allowsDirect: true).iceServers(forSubject: "user-1")
+        #expect(direct.callsAvailable && direct.iceTransportPolicy == .all)
+        // A server without the policy fields is read as one whose calls were available and direct.
+        let older = try JSONCoding.decoder().decode(ICEServersResponse.self, from: Data(#"{"ice_servers":[],"ttl":600,"turn_configured":false}"#.utf8))
+        #expect(older.callsAvailable && older.iceTransportPolicy == .all)
     }
 
     @Test("--turn-url forms", arguments: [

@@ -287,13 +287,13 @@ function startCall() {
     role: "visitor",
     visitID: state.visit.id,
     send: (frame) => !!state.follower && state.follower.send(frame),
-    iceServers: async () => (await request("GET", "/v1/calls/ice_servers", { token, what: "chamada" })).ice_servers || [],
+    iceServers: () => request("GET", "/v1/calls/ice_servers", { token, what: "chamada" }),
     localVideo: $("call-local"),
     remoteVideo: $("call-remote"),
     onState: (callState, text) => {
       section.dataset.state = callState;
       $("call-status").textContent = text;
-      if (callState === "ended") {
+      if (callState === "ended" || callState === "unavailable") {
         state.call = null;
         state.callDone = true;
         $("call-hangup").hidden = true;

@@ -42,10 +42,14 @@ public enum RTCIceConnectionState: Int, Sendable { case new, checking, connected
 public enum RTCIceGatheringState: Int, Sendable { case new, gathering, complete }
 public enum RTCPeerConnectionState: Int, Sendable { case new, connecting, connected, disconnected, failed, closed }
 
+/// RTCConfiguration.h — `RTCIceTransportPolicy` (None, Relay, NoHost, All).
+public enum RTCIceTransportPolicy: Int, Sendable { case none, relay, noHost, all }
+
 /// RTCConfiguration.h
 open class RTCConfiguration: NSObject {
     public override init() {}
     open var iceServers: [RTCIceServer] = []
+    open var iceTransportPolicy: RTCIceTransportPolicy = .all
     open var sdpSemantics: RTCSdpSemantics = .unifiedPlan
     open var bundlePolicy: RTCBundlePolicy = .balanced
     open var rtcpMuxPolicy: RTCRtcpMuxPolicy = .require

@@ -20,9 +20,12 @@ public struct VAPIDKeys: Sendable {
         self.subject = subject
     }
 
+    /// Where the key sits in `service_state`, as wrapping context.
+    static let context = "service_state:vapid_private_key"
+
     /// `--vapid-key-file`, or the key kept in the database (`service_state`, wrapped with
-    /// `--secrets-key-file` when given), made at first start.
-    public static func load(_ database: any SQLDatabase, keyFile: String?, secretsKeyFile: String?, subject: String) async throws -> VAPIDKeys {
+    /// the secrets key), made at first start.
+    public static func load(_ database: any SQLDatabase, keyFile: String?, secretsKey key: SecretsKey?, subject: String) async throws -> VAPIDKeys {
         if let keyFile {
             guard let data = FileManager.default.contents(atPath: keyFile), let pem = String(data: data, encoding: .utf8) else {
                 throw ServerStartError("cannot read --vapid-key-file \(keyFile)")
@@ -31,9 +34,8 @@ public struct VAPIDKeys: Sendable {
                 throw ServerStartError("--vapid-key-file \(keyFile) is not a P-256 private key in PEM")
             }
         }
-        let key = try secretsKeyFile.map { try SecretsKey.load(path: $0) }
         let fresh = try P256Key.generate().privatePEM()
-        let context = "service_state:vapid_private_key"
+        let context = Self.context
         let pem: [UInt8] = try await database.write { db in
             // Two instances starting together keep the first one's key (ON CONFLICT).
             try db.execute("""
@@ -41,12 +43,8 @@ public struct VAPIDKeys: Sendable {
                 ON CONFLICT (key) DO NOTHING
                 """, .text(ServiceSecrets.store(Array(fresh.utf8), context: context, key: key)), .date(Date()))
             let stored = try db.queryOne("SELECT value FROM service_state WHERE key = 'vapid_private_key'", [])?.string("value") ?? ""
-            let bytes = try ServiceSecrets.reveal(stored, context: context, key: key)
-            if let key, !SecretsKey.isWrapped(stored) {
-                try db.execute("UPDATE service_state SET value = ?, updated_at = ? WHERE key = 'vapid_private_key'",
-                               .text(key.seal(bytes, context: context)), .date(Date()))
-            }
-            return bytes
+            // A plaintext key from an older database was wrapped by `ServiceSecrets.open`.
+            return try ServiceSecrets.reveal(stored, context: context, key: key)
         }
         return try VAPIDKeys(pem: String(decoding: pem, as: UTF8.self), subject: subject)
     }
