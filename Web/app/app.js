@@ -282,6 +282,7 @@ async function chooseCompany() {
 async function logout(message, { keepQueue = false } = {}) {
   if (call) call.hangup();
   $("call").hidden = true;
+  document.documentElement.classList.remove("in-call");
   stopLive();
   lastSeq = null;
   listShown = false;
@@ -760,6 +761,8 @@ function toggleMute() {
 function openCall(visit) {
   const section = $("call");
   section.hidden = false;
+  // The call covers the screen: the page behind it does not scroll (nor show a scrollbar).
+  document.documentElement.classList.add("in-call");
   section.dataset.state = "connecting";
   section.dataset.visit = visit.id;
   $("call-who").textContent = `${visit.visitor_name} · ${visit.unit ? visit.unit.label : ""}`;
@@ -1404,6 +1407,7 @@ $("notify-enable").addEventListener("click", enableNotifications);
 $("call-hangup").addEventListener("click", () => { if (call) call.hangup(); });
 $("call-close").addEventListener("click", () => {
   $("call").hidden = true;
+  document.documentElement.classList.remove("in-call");
   $("title").focus({ preventScroll: true });
 });
 $("call-mute").addEventListener("click", toggleMute);
