@@ -181,6 +181,19 @@ struct ResidentAppDetailsTests {
                 #expect(steps.contains("Economia de bateria → Sem restrições."), "\(steps)")
                 try await browser.click(css: "#battery-done")
                 try await browser.waitForText("#battery-state", containing: "já liberou")
+                // What the device registration reports (`capabilities.manufacturer`, `os_version`)
+                // for this phone and for other makers' user agents.
+                let seen = try await browser.executeAsync("""
+                    const done = arguments[arguments.length - 1];
+                    import('/shared/device.js').then(async (m) => {
+                      const here = await m.currentDevice();
+                      const ua = (model) => `Mozilla/5.0 (Linux; Android 14; ${model}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36`;
+                      done([`${here.platform}/${here.maker}/${here.osVersion}`,
+                            ...['SM-S911B', 'moto g(60)', 'ELE-L29', 'Pixel 8'].map((model) => m.describeDevice(ua(model)).maker),
+                            m.describeDevice('Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1').osVersion]);
+                    }).catch((e) => done([String(e)]));
+                    """) as? [String] ?? []
+                #expect(seen == ["android/xiaomi/Android 13", "samsung", "motorola", "huawei", "", "iOS 17.4"], "\(seen)")
             }
         }
     }
