@@ -292,6 +292,12 @@ struct AuthServiceTests {
             #expect(AuthService.normalizePhone("(11) 99999-0002", defaultCountryCode: 351) == "+35111999990002")
             #expect(AuthService.normalizePhone("+55 11 99999-0002", defaultCountryCode: 351) == "+5511999990002")
             #expect(AuthService.normalizePhone("5511999990002") == "+5511999990002")
+            // The option (and its environment variable) that sets the country; 55 unsaid.
+            #expect(try ServerConfiguration.from(ParsedOptions(values: [:])).defaultCountryCode == 55)
+            #expect(try ServerConfiguration.from(ParsedOptions(values: ["default-country-code": "351"])).defaultCountryCode == 351)
+            #expect(throws: (any Error).self) { try ServerConfiguration.from(ParsedOptions(values: ["default-country-code": "0"])) }
+            let parsed = try ParsedOptions.parse([], specs: ServerConfiguration.serveOptions, environment: ["PORTARIA_DEFAULT_COUNTRY_CODE": "1"])
+            #expect(try ServerConfiguration.from(parsed).defaultCountryCode == 1)
             for bad in ["12", "(11) 9999", "011 99999-0002", "abc1199999000", "+1234567890123456", ""] {
                 let error = await httpError { try await portugal.sendOTP(OTPSendRequest(phone: bad), clientAddress: "10.4.0.2") }
                 #expect(error?.status == 400 && error?.body.code == .invalidRequest && error?.body.field == "phone", "\(bad)")
