@@ -48,8 +48,9 @@ export async function enqueue({ visitID, action, kind = "visit", visitorName = "
 /**
  * Sends every due pending record of the logged-in resident, one at a time. `notify(record)`
  * is called for each record that reached a terminal answer (the caller shows it). `now`:
- * the network is back, so every pending record is due whatever its back-off (a visitor is
- * standing at the gate; the back-off only spares a server that is not answering).
+ * the network is back, so every record that failed for want of a network is due whatever
+ * its back-off (a visitor is standing at the gate); a record the server answered with 429
+ * or 5xx keeps its back-off, which spares a server that asked for a pause.
  * @returns {Promise<{finished: object[], nextAt: number}>} `nextAt` = when the soonest
  *   waiting record is due again (0: nothing waiting on a timer).
  */
@@ -74,7 +75,9 @@ export async function drain({ notify = () => {}, now: atOnce = false } = {}) {
         }
         continue;
       }
-      if (record.nextAt > now && !atOnce) {
+      // The network's back, so a record that failed for want of one goes now; one the
+      // server turned away (429, 5xx) keeps its back-off and Retry-After.
+      if (record.nextAt > now && !(atOnce && record.network)) {
         nextAt = nextAt ? Math.min(nextAt, record.nextAt) : record.nextAt;
         continue;
       }
@@ -129,7 +132,7 @@ async function send(record, session) {
     }
     if (isTransient(error)) {
       const delay = backoff(attempts, error, 60000);
-      return { ...record, attempts, nextAt: Date.now() + delay,
+      return { ...record, attempts, nextAt: Date.now() + delay, network: error.status === 0,
         text: text.queued(record.action, error.status !== 0 ? "server_busy" : offline() ? "unreachable" : "no_answer") };
     }
     const body = error.body || {};
