@@ -145,7 +145,9 @@ function render(report) {
     badge.className = `badge ${device.status}`;
     badge.textContent = STATUS[device.status] || device.status;
     status.append(badge);
-    const what = [PLATFORM[device.platform] || device.platform, device.device_name, device.manufacturer, device.os_version]
+    // Makers come as the apps report them ("xiaomi"): shown with a capital.
+    const maker = device.manufacturer ? device.manufacturer.charAt(0).toUpperCase() + device.manufacturer.slice(1) : "";
+    const what = [PLATFORM[device.platform] || device.platform, device.device_name, maker, device.os_version]
       .filter(Boolean).join(" · ");
     const risks = document.createElement("td");
     if (device.risk_flags.length) {
