@@ -2,14 +2,15 @@ import Foundation
 import Testing
 
 /// Logging into the resident app as Brazilians do, in headless Chromium against the real
-/// `portaria serve --demo`: the phone typed with its area code only, and who lands where.
-@Suite("Resident web app login in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+/// `portaria serve --demo`, and in WebKit: the phone typed with its area code only.
+@Suite("Resident web app login in Chromium and WebKit", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
 struct ResidentAppLoginTests {
-    @Test("SMS login with “(11) 99999-0001”: the app shows +55 11 99999-0001 before sending, the code goes there and Maria gets in")
-    func nationalPhoneNumber() async throws {
+    @Test("SMS login with “(11) 99999-0001”: the app shows +55 11 99999-0001 before sending, the code goes there and Maria gets in",
+          arguments: BrowserEngine.underTest)
+    func nationalPhoneNumber(engine: BrowserEngine) async throws {
         try await TestServer.with(["--demo"]) { server in
-            try await WebDriver.with { browser in
-                try await browser.navigate("http://127.0.0.1:\(server.port)/app/")
+            try await WebDriver.with(engine) { browser in
+                try await browser.navigate("http://\(engine.loopbackHost):\(server.port)/app/")
                 try await browser.click(css: "#login-mode")
                 try await browser.waitFor("the phone field") { try await browser.visibleText("#phone") != nil }
                 try await browser.type(try await browser.find(css: "#phone"), "(11) 99999-0001")
