@@ -50,6 +50,8 @@ struct ResidentAppDetailsTests {
                 #expect((ring["ratio"] as? Double ?? 0) >= 3, "focus ring contrast: \(ring)")
 
                 // João was first: Maria's sentence is news, in the ink colour, not the error red.
+                // (Her screen has not caught up yet: the item keeps its buttons.)
+                try await defects.holdStill(browser, lost)
                 try await app.joaoDenies(server, lost)
                 try await browser.click(css: "li.visit[data-id='\(lost)'] button[data-action=authorize]")
                 try await browser.waitForText("li.visit[data-id='\(lost)'] .message", containing: "já negou")
