@@ -93,7 +93,7 @@ sanitize: bootstrap
 screenshots: bootstrap
 	$(SWIFT) build --build-tests
 	PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria" PORTARIA_SCREENSHOT_DIR="$(CURDIR)/docs/screenshots" \
-	  $(SWIFT) test --skip-build --filter 'GateBrowserTests|ResidentAppBrowserTests|ResidentAppScreensTests|VideoCallBrowserTests|AccessibilityBrowserTests'
+	  $(SWIFT) test --skip-build --filter 'GateBrowserTests|ResidentAppBrowserTests|ResidentAppScreensTests|VideoCallBrowserTests|AccessibilityBrowserTests|AdminPanelBrowserTests'
 
 # libFuzzer targets (fuzz/targets), one after another; non-zero exit on any crash.
 fuzz:

@@ -51,24 +51,38 @@ package struct WebDriverError: Error, CustomStringConvertible {
     package var description: String { "WebDriver \(error): \(message)" }
 }
 
-/// One chromedriver process with one browser session.
+/// One WebDriver server process (chromedriver, or WebKitWebDriver under its own Xvfb) with
+/// one browser session.
 package final class WebDriver: @unchecked Sendable {
+    package let engine: BrowserEngine
     package let driver: Process
     package let port: UInt16
     package let sessionID: String
     package let profile: URL
+    /// The X server a WebKit session draws on (nil for headless Chromium).
+    let display: Process?
 
-    private init(driver: Process, port: UInt16, sessionID: String, profile: URL) {
+    init(engine: BrowserEngine = .chromium, driver: Process, port: UInt16, sessionID: String, profile: URL, display: Process? = nil) {
+        self.engine = engine
         self.driver = driver
         self.port = port
         self.sessionID = sessionID
         self.profile = profile
+        self.display = display
     }
 
     /// The port from "ChromeDriver was started successfully on port 36973."
     static func announcedPort(in output: String) -> UInt16? {
         guard let range = output.range(of: "started successfully on port ") else { return nil }
         return UInt16(output[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// Starts `engine`'s driver and a session sized like a cheap phone.
+    package static func start(_ engine: BrowserEngine) async throws -> WebDriver {
+        switch engine {
+        case .chromium: return try await start()
+        case .webkit: return try await startWebKit()
+        }
     }
 
     /// Starts chromedriver and a headless Chromium session sized like a cheap phone.
@@ -169,7 +183,7 @@ package final class WebDriver: @unchecked Sendable {
     }
 
     /// One WebDriver request on a fresh loopback connection; returns the answer's `value`.
-    private static func send(port: UInt16, _ method: String, _ path: String, _ body: Any?,
+    static func send(port: UInt16, _ method: String, _ path: String, _ body: Any?,
                              timeout: Duration = .seconds(30)) async throws -> Any? {
         var payload: [UInt8] = []
         if let body {
@@ -226,10 +240,11 @@ package final class WebDriver: @unchecked Sendable {
         try await command("POST", "/execute/async", ["script": script, "args": arguments])
     }
 
-    /// A Chrome DevTools Protocol command through chromedriver's vendor endpoint.
+    /// A Chrome DevTools Protocol command through chromedriver's vendor endpoint (Chromium only).
     @discardableResult
     package func cdp(_ name: String, _ parameters: [String: Any] = [:]) async throws -> Any? {
-        try await command("POST", "/goog/cdp/execute", ["cmd": name, "params": parameters])
+        guard engine == .chromium else { throw HarnessError("\(name): the DevTools protocol is Chromium's, not \(engine)'s") }
+        return try await command("POST", "/goog/cdp/execute", ["cmd": name, "params": parameters])
     }
 
     package static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
@@ -348,9 +363,9 @@ package final class WebDriver: @unchecked Sendable {
         try? data.write(to: URL(fileURLWithPath: directory).appendingPathComponent("\(name).png"))
     }
 
-    /// The browser console so far (for failure messages).
+    /// The browser console so far (for failure messages; Chromium keeps it, WebKit does not).
     package func consoleLog() async -> String {
-        guard let entries = try? await command("POST", "/se/log", ["type": "browser"]) as? [[String: Any]] else { return "" }
+        guard engine == .chromium, let entries = try? await command("POST", "/se/log", ["type": "browser"]) as? [[String: Any]] else { return "" }
         return entries.map { "\($0["level"] ?? "") \($0["message"] ?? "")" }.joined(separator: "\n")
     }
 
@@ -359,8 +374,13 @@ package final class WebDriver: @unchecked Sendable {
     /// Ends the session and stops chromedriver and every Chromium process of this profile.
     package func close() async {
         _ = try? await command("DELETE", "")
+        // MiniBrowser and its web processes are the driver's descendants: found before the
+        // driver goes (its children are then reparented), killed by pid.
+        let descendants = engine == .webkit ? Self.descendants(of: driver.processIdentifier) : []
         Self.terminate(driver)
-        Self.killBrowsers(profile: profile)
+        for pid in descendants { kill(pid, SIGKILL) }
+        if engine == .chromium { Self.killBrowsers(profile: profile) }
+        if let display { Self.terminate(display) }
         try? FileManager.default.removeItem(at: profile)
     }
 
@@ -389,9 +409,9 @@ package final class WebDriver: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with a fresh browser and always closes it.
-    package static func with(_ body: (WebDriver) async throws -> Void) async throws {
-        let browser = try await start()
+    /// Runs `body` with a fresh browser of `engine` and always closes it.
+    package static func with(_ engine: BrowserEngine = .chromium, _ body: (WebDriver) async throws -> Void) async throws {
+        let browser = try await start(engine)
         do {
             try await body(browser)
         } catch {

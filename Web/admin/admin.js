@@ -1,5 +1,7 @@
 // Painel de saúde das notificações (GET /v1/admin/push_health).
 // The session token lives in memory only: reloading the page asks for the password again.
+// Times are the condominium's (GET /v1/me `company.time_zone`, São Paulo by default),
+// never the zone of the administrator's browser.
 
 import { request } from "../shared/api.js";
 
@@ -14,12 +16,29 @@ const RISKS = {
 };
 const PLATFORM = { ios: "iPhone", android: "Android", web: "Navegador" };
 
-const state = { token: null, companies: [] };
+const DEFAULT_ZONE = "America/Sao_Paulo";
+const COLUMNS = ["Situação", "Morador", "Dispositivo", "Falhas seguidas", "Último erro do provedor", "Último push",
+  "Última confirmação", "Idade do token", "Riscos"];
+
+const state = { token: null, refreshToken: null, companies: [] };
 const $ = (id) => document.getElementById(id);
+
+/** The chosen condominium's time zone. */
+function zone() {
+  const company = state.companies.find((c) => c.id === $("company").value);
+  return (company && company.time_zone) || DEFAULT_ZONE;
+}
 
 function formatDate(iso) {
   if (!iso) return "—";
-  return new Date(iso).toLocaleString("pt-BR", { dateStyle: "short", timeStyle: "short" });
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return "—";
+  const options = { dateStyle: "short", timeStyle: "short" };
+  try {
+    return date.toLocaleString("pt-BR", { ...options, timeZone: zone() });
+  } catch {
+    return date.toLocaleString("pt-BR", { ...options, timeZone: DEFAULT_ZONE });
+  }
 }
 
 function showError(element, message) {
@@ -44,19 +63,22 @@ async function login(event) {
       body: { username: $("username").value, password: $("password").value },
     });
     state.token = body.jwt_token;
+    state.refreshToken = body.refresh_token;
     $("password").value = "";
     // Only companies where this user may see push health.
     const allowed = [];
     for (const company of body.companies) {
       try {
         await api("/v1/admin/push_health", { companyID: company.id });
-        allowed.push(company);
+        // The condominium's clock (GET /v1/me `company.time_zone`); São Paulo if unsaid.
+        const me = await api("/v1/me", { companyID: company.id }).catch(() => ({}));
+        allowed.push({ ...company, time_zone: (me.company && me.company.time_zone) || DEFAULT_ZONE });
       } catch (error) {
         if (error.status !== 403) throw error;
       }
     }
     if (allowed.length === 0) {
-      state.token = null;
+      endSession();
       showError($("login-error"), "Este usuário não tem permissão para ver a saúde das notificações.");
       return;
     }
@@ -64,10 +86,34 @@ async function login(event) {
     $("company").replaceChildren(...allowed.map((c) => new Option(c.name, c.id)));
     $("login").hidden = true;
     $("panel").hidden = false;
+    $("logout").hidden = false;
+    // Focus goes to the page's heading: a screen reader starts reading the panel there.
+    $("title").focus();
     await load();
   } catch (error) {
     showError($("login-error"), error.status === 401 ? "Usuário ou senha incorretos." : `Não foi possível entrar: ${error.message}`);
   }
+}
+
+/** Ends the session on the server (best effort) and forgets it here. */
+function endSession() {
+  if (state.refreshToken) {
+    request("POST", "/v1/auth/logout", { body: { refresh_token: state.refreshToken }, token: state.token }).catch(() => {});
+  }
+  state.token = null;
+  state.refreshToken = null;
+  state.companies = [];
+}
+
+/** "Sair": back to the login card, nothing of the panel left on screen. */
+function logout() {
+  endSession();
+  $("panel").hidden = true;
+  $("logout").hidden = true;
+  $("devices").tBodies[0].replaceChildren();
+  $("summary").replaceChildren();
+  $("login").hidden = false;
+  $("username").focus();
 }
 
 function cell(text) {
@@ -99,7 +145,9 @@ function render(report) {
     badge.className = `badge ${device.status}`;
     badge.textContent = STATUS[device.status] || device.status;
     status.append(badge);
-    const what = [PLATFORM[device.platform] || device.platform, device.device_name, device.manufacturer, device.os_version]
+    // Makers come as the apps report them ("xiaomi"): shown with a capital.
+    const maker = device.manufacturer ? device.manufacturer.charAt(0).toUpperCase() + device.manufacturer.slice(1) : "";
+    const what = [PLATFORM[device.platform] || device.platform, device.device_name, maker, device.os_version]
       .filter(Boolean).join(" · ");
     const risks = document.createElement("td");
     if (device.risk_flags.length) {
@@ -125,6 +173,8 @@ function render(report) {
       cell(device.token_age_days === 1 ? "1 dia" : `${device.token_age_days} dias`),
       risks,
     );
+    // On a phone each row is a card: every value says which column it is.
+    [...tr.cells].forEach((td, index) => { td.dataset.label = COLUMNS[index]; });
     return tr;
   });
   $("devices").tBodies[0].replaceChildren(...rows);
@@ -140,5 +190,6 @@ async function load() {
 }
 
 $("login").addEventListener("submit", login);
+$("logout").addEventListener("click", logout);
 $("refresh").addEventListener("click", load);
 $("company").addEventListener("change", load);

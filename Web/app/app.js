@@ -11,6 +11,8 @@ import { VideoCall } from "../shared/call.js";
 import { ApiError, request, withRetries } from "../shared/api.js";
 import { authorized, clearSession, loadSession, saveSession, SESSION_ENDED } from "../shared/session.js";
 import { CHANNEL, drain, enqueue, pendingActions, recentActions } from "../shared/actions.js";
+import { setValue } from "../shared/store.js";
+import { batterySteps, currentDevice } from "../shared/device.js";
 import * as text from "../shared/text.js";
 
 const $ = (id) => document.getElementById(id);
@@ -69,7 +71,10 @@ function describe(status) {
 /** A request as the resident (refreshing the session on 401), or anonymous before login. */
 async function api(method, path, { body, headers = {}, raw = false, idempotencyKey } = {}) {
   const options = { body, headers, raw, idempotencyKey, describe };
-  return session ? authorized(method, path, options) : request(method, path, options);
+  const answer = await (session ? authorized(method, path, options) : request(method, path, options));
+  // An answer is a sign of connectivity: a tap waiting on its back-off goes now.
+  if (drainTimer && session) sendQueued({ now: true });
+  return answer;
 }
 
 /** The session is over for good (refresh refused): back to the login, taps kept for later. */
@@ -119,6 +124,37 @@ function describeLogin(status, error, retryAfter) {
   return "Não foi possível entrar agora. Tente de novo.";
 }
 
+/**
+ * The number the SMS goes to, in international form, as the server reads it: a national
+ * number (10–11 digits, no `+`, as "(11) 99999-0001") is Brazilian (the server's
+ * `--default-country-code`, 55 by default); with `+` or 12–15 digits it carries its own
+ * country code. null when it cannot be a phone.
+ */
+const COUNTRY_CODE = "55";
+function internationalPhone(typed) {
+  const trimmed = typed.replace(/[\s().-]/g, "");
+  const plus = trimmed.startsWith("+");
+  const digits = plus ? trimmed.slice(1) : trimmed;
+  if (!/^[1-9][0-9]{9,14}$/.test(digits)) return null;
+  if (!plus && digits.length <= 11) return `+${COUNTRY_CODE}${digits}`;
+  return `+${digits}`;
+}
+
+/** "+55 11 99999-0001" (a Brazilian number grouped as people read it), else "+<digits>". */
+function readablePhone(international) {
+  const match = /^\+55([0-9]{2})([0-9]{4,5})([0-9]{4})$/.exec(international);
+  return match ? `+55 ${match[1]} ${match[2]}-${match[3]}` : international;
+}
+
+/** Under the field, the number the code will go to, before anything is sent. */
+function showPhonePreview() {
+  const typed = $("phone").value.trim();
+  const international = internationalPhone(typed);
+  $("phone-preview").textContent = !typed ? ""
+    : international ? `O código será enviado para ${readablePhone(international)}.`
+      : "Confira o número: com DDD, como (11) 99999-0001.";
+}
+
 /** `•••••-0001`: enough to recognise one's number, not to read it aloud in a lobby. */
 function maskedPhone(phone) {
   const digits = phone.replace(/\D/g, "");
@@ -130,9 +166,9 @@ async function smsStep() {
   button.disabled = true;
   try {
     if (!smsPhone) {
-      const phone = $("phone").value.trim();
-      if (phone.replace(/\D/g, "").length < 10) {
-        showError("login-error", "Informe o celular com DDD.");
+      const phone = internationalPhone($("phone").value.trim());
+      if (!phone) {
+        showError("login-error", "Informe o celular com DDD, como (11) 99999-0001.");
         return;
       }
       const sent = await request("POST", "/v1/auth/otp/send", { body: { phone }, describe: describeLogin });
@@ -218,6 +254,15 @@ async function chooseCompany() {
   // An operator (or an administrator without a unit) would see the whole company's
   // visits with a resident's buttons: this app is for residents; the operator's app is a
   // later phase (spec fase 5: "perfil de operador fica oculto" until fase 7).
+  if (me.profile === "admin" && !(me.units || []).length) {
+    // The condominium's administration has its own panel: say where, with the link.
+    await logout("Este app é para moradores. A administração do condomínio usa o painel em ");
+    const link = document.createElement("a");
+    link.href = new URL("../admin/", location.href).pathname;
+    link.textContent = "/admin/";
+    $("login-error").append(link, ".");
+    return;
+  }
   if (me.profile === "operator" || !(me.units || []).length) {
     return logout("Este app é para moradores. Quem trabalha na portaria usa o app do operador, que ainda não está disponível na web.");
   }
@@ -226,7 +271,7 @@ async function chooseCompany() {
   // The condominium's clock, whatever zone this browser is in.
   if (me.company && me.company.time_zone) session.timeZone = me.company.time_zone;
   await saveSession(session);
-  enterHome();
+  enterHome({ focus: true });
 }
 
 /**
@@ -237,6 +282,7 @@ async function chooseCompany() {
 async function logout(message, { keepQueue = false } = {}) {
   if (call) call.hangup();
   $("call").hidden = true;
+  document.documentElement.classList.remove("in-call");
   stopLive();
   lastSeq = null;
   listShown = false;
@@ -259,16 +305,33 @@ async function logout(message, { keepQueue = false } = {}) {
 
 // MARK: home
 
-function enterHome() {
+function enterHome({ focus = false } = {}) {
   $("view-login").hidden = true;
   $("view-home").hidden = false;
   $("title").textContent = session.companyName;
   $("who").textContent = session.name ? `Olá, ${session.name}` : "";
   $("who").hidden = !session.name;
+  // After a login the page's first heading takes focus (the login form it was in is gone).
+  if (focus) $("title").focus({ preventScroll: true });
   load();
   startLive();
   sendQueued();
   refreshSubscription();
+}
+
+/** A visit to bring forward once the list has it (a notification was tapped). */
+let wantedVisit = (/^#visita=(.+)$/.exec(location.hash) || [])[1] ? decodeURIComponent(/^#visita=(.+)$/.exec(location.hash)[1]) : "";
+
+/** The tapped notification's visit: on screen, its first decision button focused. */
+function bringForward() {
+  if (!wantedVisit) return;
+  const item = document.querySelector(`li.visit[data-id="${CSS.escape(wantedVisit)}"]`);
+  if (!item) return;
+  wantedVisit = "";
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  item.scrollIntoView({ block: "start" });
+  const target = item.querySelector("button[data-action]:not([data-action=answer])") || item.querySelector("button.details");
+  if (target) target.focus({ preventScroll: true });
 }
 
 async function load() {
@@ -287,6 +350,7 @@ async function load() {
     render("history", (history.visits || []).filter((visit) => !open.includes(visit)), seen);
     for (const item of document.querySelectorAll("li.visit")) if (!seen.has(item.dataset.id)) item.remove();
     focus.restore();
+    bringForward();
     noteMoves();
     // From now on an item that appears does so where something else was (or the buttons
     // above the list were): the first ring into an empty list moves them down.
@@ -326,6 +390,8 @@ function sameOrSuccessor(button, visitID) {
   if (document.contains(button)) return button;
   const item = visitID ? document.querySelector(`li.visit[data-id="${CSS.escape(visitID)}"]`) : null;
   if (!item) return null;
+  // The result line that took focus after a decision is redrawn as the item's new one.
+  if (button.classList.contains("message")) return item.querySelector(".message");
   const action = button.dataset.action;
   return (action && item.querySelector(`button[data-action="${CSS.escape(action)}"]`)) || item.querySelector("button.details");
 }
@@ -367,7 +433,7 @@ function fillVisit(item, visit) {
   const what = document.createElement("p");
   what.textContent = `${visit.kind === "delivery" ? `Entrega${visit.carrier ? ` ${visit.carrier}` : ""}` : "Visita"} · ${visit.unit.label} · ${time(visit.created_at)}`;
   const badge = document.createElement("p");
-  badge.className = `badge ${visit.geofence ? visit.geofence.status : ""}`;
+  badge.className = `badge ${visit.geofence ? visit.geofence.status : "unknown"}`;
   badge.textContent = visit.geofence_badge || "";
   const outcome = document.createElement("p");
   outcome.className = "outcome";
@@ -415,10 +481,13 @@ function fillVisit(item, visit) {
   const message = document.createElement("p");
   message.className = "message";
   message.setAttribute("role", "status");
+  message.tabIndex = -1; // takes focus after a decision (resolve)
   const note = notes.get(visit.id);
   if (note) {
     message.textContent = note.text;
     message.classList.toggle("ok", !!note.ok);
+    // Only a refusal is an error; "Maria já autorizou às 19:19" is news, not a fault.
+    message.classList.toggle("error", !!note.refused);
     // A decision still in the queue: no second one on top of it.
     if (note.state === "pending") item.querySelectorAll("button[data-action]").forEach((button) => { button.disabled = true; });
   }
@@ -476,6 +545,9 @@ async function loadPhoto(id, image) {
 /** One tap: stored in the durable queue with its key, then sent (and retried) from there. */
 async function resolve(item, visit, action) {
   const message = item.querySelector(".message");
+  // The tapped button is disabled next: a keyboard or screen-reader user's place moves to
+  // the item's result line (which then says what happened), never to the page's start.
+  if (item.contains(document.activeElement)) message.focus({ preventScroll: true });
   item.querySelectorAll("button").forEach((button) => { button.disabled = true; });
   item.dataset.busy = "1";
   message.classList.remove("ok");
@@ -492,13 +564,17 @@ async function resolve(item, visit, action) {
   sendQueued();
 }
 
-/** Sends what the queue holds now and schedules the next try of anything still waiting. */
-async function sendQueued() {
+/**
+ * Sends what the queue holds and schedules the next try of anything still waiting. `now`:
+ * a sign of connectivity (back online, the socket back, the page shown, an answer): every
+ * waiting tap goes at once, back-off or not.
+ */
+async function sendQueued({ now = false } = {}) {
   clearTimeout(drainTimer);
   drainTimer = 0;
   let result;
   try {
-    result = await drain();
+    result = await drain({ now });
   } catch {
     drainTimer = setTimeout(sendQueued, 5000);
     return;
@@ -514,7 +590,7 @@ async function sendQueued() {
 /** A queue record changed (here or in the service worker): show it on its visit. */
 function showAction(record) {
   if (!session || record.userID !== session.userID) return;
-  notes.set(record.visitID, { text: record.text, ok: record.ok, state: record.state });
+  notes.set(record.visitID, { text: record.text, ok: record.ok, refused: !!record.refused, state: record.state });
   if ($("call").dataset.visit === record.visitID && !$("call").hidden) $("call-status").textContent = record.text;
   const item = document.querySelector(`li.visit[data-id="${CSS.escape(record.visitID)}"]`);
   if (!item) return;
@@ -522,11 +598,14 @@ function showAction(record) {
   if (message) {
     message.textContent = record.text;
     message.classList.toggle("ok", !!record.ok);
+    message.classList.toggle("error", !!record.refused);
   }
   if (record.state !== "pending") {
     delete item.dataset.busy;
     if (record.visit) {
+      const hadFocus = item.contains(document.activeElement);
       fillVisit(item, record.visit);
+      if (hadFocus) item.querySelector(".message").focus({ preventScroll: true });
       item.dataset.signature = "";
       noteMoves();
     }
@@ -656,12 +735,40 @@ function fillCallActions(visit) {
   }));
 }
 
+/**
+ * The geofence badge over the video, as the server words it (`geofence_badge`): "✓ Na
+ * entrada" green, "⚠ A 340m da portaria" amber, "Localização desconhecida". The symbol is
+ * hidden from screen readers, which hear "Localização do visitante: Na entrada".
+ */
+function showCallBadge(visit) {
+  const status = visit.geofence && visit.geofence.status ? visit.geofence.status : "unknown";
+  const badge = visit.geofence_badge || text.geofenceBadge(status, visit.geofence && visit.geofence.distance_m);
+  const symbol = /^[✓⚠]\s*/.exec(badge);
+  $("call-badge").dataset.status = status;
+  $("call-badge-symbol").textContent = symbol ? `${symbol[0].trim()} ` : "";
+  $("call-badge-text").textContent = symbol ? badge.slice(symbol[0].length) : badge;
+}
+
+/** "Mudo": the resident's microphone off (and on again); the camera keeps going. */
+function toggleMute() {
+  const button = $("call-mute");
+  const muted = button.getAttribute("aria-pressed") !== "true";
+  const stream = $("call-local").srcObject;
+  if (stream) for (const track of stream.getAudioTracks()) track.enabled = !muted;
+  button.setAttribute("aria-pressed", String(muted));
+}
+
 function openCall(visit) {
   const section = $("call");
   section.hidden = false;
+  // The call covers the screen: the page behind it does not scroll (nor show a scrollbar).
+  document.documentElement.classList.add("in-call");
   section.dataset.state = "connecting";
   section.dataset.visit = visit.id;
   $("call-who").textContent = `${visit.visitor_name} · ${visit.unit ? visit.unit.label : ""}`;
+  showCallBadge(visit);
+  $("call-mute").hidden = false;
+  $("call-mute").setAttribute("aria-pressed", "false");
   $("call-videos").hidden = false;
   $("call-hangup").hidden = false;
   fillCallActions(visit);
@@ -694,13 +801,16 @@ function openCall(visit) {
         $("call-videos").hidden = true;
         $("call-hangup").hidden = true;
         $("call-unmute").hidden = true;
+        $("call-mute").hidden = true;
         $("call-close").hidden = false;
+        $("call-close").focus();
       }
     },
     onMuted: () => { $("call-unmute").hidden = false; },
   });
   call.await();
-  section.scrollIntoView({ block: "start" });
+  // The call covers the screen: focus goes into it, to its heading.
+  $("call-title").focus({ preventScroll: true });
 }
 
 // MARK: live updates (realtime socket with a ticket; polling while it is down)
@@ -727,6 +837,7 @@ async function startLive() {
     pollTimer = 0;
     $("connection").textContent = "";
     document.body.dataset.connection = "live";
+    sendQueued({ now: true });
     if (!resuming) load();
   };
   ws.onmessage = (message) => {
@@ -834,12 +945,21 @@ async function showNotifyState(problem = "") {
 /** Tells the server where to push for this browser (again at every start: the user may have changed). */
 async function registerSubscription(subscription) {
   const { endpoint, keys } = subscription.toJSON();
-  await api("POST", "/v1/devices", {
-    body: {
-      installation_id: deviceID, platform: "web", web_push: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } },
-      device_name: "Navegador", locale: "pt-BR", capabilities: { notifications_enabled: true },
-    },
-  });
+  const phone = await currentDevice();
+  const capabilities = { notifications_enabled: true };
+  if (phone.maker) capabilities.manufacturer = phone.maker;
+  if (phone.osVersion) capabilities.os_version = phone.osVersion;
+  // A browser cannot see the phone's battery setting: on Android it is what the resident
+  // said in Settings ("Já liberei o navegador"), so a maker's power saver is flagged for
+  // the administrator until then.
+  if (phone.platform === "android") capabilities.ignoring_battery_optimizations = batteryExempted();
+  const device = {
+    installation_id: deviceID, platform: "web", device_name: "Navegador", locale: "pt-BR", capabilities,
+  };
+  await api("POST", "/v1/devices", { body: { ...device, web_push: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } } } });
+  // The service worker registers a replaced subscription (`pushsubscriptionchange`) for
+  // this same device, with the tab closed.
+  await setValue("device", device).catch(() => {});
 }
 
 async function enableNotifications() {
@@ -927,7 +1047,7 @@ function locationText(geofence) {
 }
 
 /** One line of the attempts timeline, as ClientText.attempt ("14:32 · Tocou para Maria (etapa 1)"). */
-function attemptText(attempt) {
+function attemptText(attempt, visit = {}) {
   const who = attempt.user && attempt.user.name ? text.firstName(attempt.user.name) : "";
   const step = typeof attempt.step === "number" ? ` (etapa ${attempt.step + 1})` : "";
   const lines = {
@@ -937,7 +1057,8 @@ function attemptText(attempt) {
     answer: who ? `${who} atendeu` : "Atendida",
     decline: who ? `${who} recusou a chamada` : "Chamada recusada",
     timeout: who ? `${who} não atendeu` : "Ninguém atendeu",
-    resolution: who ? `${who} decidiu` : (attempt.channel === "auto" ? "Decidido automaticamente" : "Decidido"),
+    // The timeline's one resolution is the visit's: it says what was decided.
+    resolution: resolutionLine(who, attempt, visit.resolution),
     cancel: "O visitante desistiu",
     expire: "Expirou sem resposta",
     call_started: "Chamada de vídeo iniciada",
@@ -945,6 +1066,18 @@ function attemptText(attempt) {
     call_ended: "Chamada de vídeo encerrada",
   };
   return `${time(attempt.at)} · ${lines[attempt.kind] || "Evento"}`;
+}
+
+/** "João autorizou", "Maria negou", "Deixado na portaria automaticamente". */
+function resolutionLine(who, attempt, resolution) {
+  const action = resolution && resolution.action;
+  if (attempt.channel === "auto" || (resolution && resolution.via === "auto")) {
+    return action === "leave_at_concierge" ? "Deixado na portaria automaticamente" : "Decidido automaticamente";
+  }
+  const verbs = { authorize: "autorizou", deny: "negou", leave_at_concierge: "pediu para deixar na portaria" };
+  const verb = verbs[action];
+  if (!who) return verb ? `Decidido: ${OUTCOMES[action]}` : "Decidido";
+  return verb ? `${who} ${verb}` : `${who} decidiu`;
 }
 
 let voiceURL = "";
@@ -987,6 +1120,8 @@ async function fillDetail(id) {
     ? `${OUTCOMES[visit.resolution.action] || ""}${visit.resolution.by && visit.resolution.by.name ? ` por ${visit.resolution.by.name}` : ""} às ${time(visit.resolution.at)}`
     : (STATUSES[visit.status] || "");
   $("detail-location").textContent = locationText(visit.geofence);
+  // "Localização desconhecida" is the usual case, not news: it is not set in bold.
+  $("detail-location").className = visit.geofence && visit.geofence.status !== "unknown" ? "" : "unknown";
   // The direction drawn from the gate (the dot in the middle), north up: no map tiles,
   // nothing leaves this server.
   if (visit.geofence && typeof visit.geofence.bearing_deg === "number") {
@@ -1019,7 +1154,7 @@ async function fillDetail(id) {
   $("detail-attempts").replaceChildren(...attempts.map((attempt) => {
     const line = document.createElement("li");
     line.dataset.kind = attempt.kind;
-    line.textContent = attemptText(attempt);
+    line.textContent = attemptText(attempt, visit);
     return line;
   }));
 }
@@ -1078,7 +1213,60 @@ async function openSettings() {
     }
   }
   loadDevices();
+  showBattery();
   $("settings-notify").textContent = await notifyStateText();
+}
+
+const BATTERY_KEY = "portaria.app.battery-exempted";
+
+function batteryExempted() {
+  try { return localStorage.getItem(BATTERY_KEY) === "1"; } catch { return false; }
+}
+
+/**
+ * The maker's steps to keep its power saver from silencing the browser (Android: the web
+ * app's ringing path), or on an iPhone how the app rings at all (a home-screen web app
+ * gets Web Push from iOS 16.4 on).
+ */
+async function showBattery() {
+  const phone = await currentDevice();
+  const section = $("battery");
+  const steps = phone.platform === "android" ? batterySteps(phone.maker) : null;
+  section.dataset.maker = phone.maker;
+  if (phone.platform === "ios") {
+    $("battery-title").textContent = "iPhone";
+    $("battery-intro").textContent = "No iPhone o app só toca com a aba fechada se estiver na Tela de Início (iOS 16.4 ou mais novo):";
+    $("battery-steps").replaceChildren(...["Abra este endereço no Safari.", "Toque em Compartilhar → Adicionar à Tela de Início.",
+      "Abra o Portaria pelo ícone e ative as notificações."].map(listItem));
+    $("battery-done").hidden = true;
+    section.hidden = false;
+    return;
+  }
+  if (phone.platform !== "android") {
+    section.hidden = true;
+    return;
+  }
+  $("battery-title").textContent = "Bateria";
+  $("battery-intro").textContent = steps
+    ? `Celulares ${steps.name} desligam o navegador para poupar bateria, e as chamadas da portaria deixam de tocar. Libere assim:`
+    : "Alguns celulares desligam o navegador para poupar bateria. Se as chamadas não tocarem, libere o navegador nas configurações de bateria do Android.";
+  $("battery-steps").replaceChildren(...(steps ? steps.steps : ["Configurações → Apps → o navegador → Bateria → Sem restrições."]).map(listItem));
+  $("battery-done").hidden = false;
+  $("battery-state").textContent = batteryExempted() ? "Você disse que já liberou o navegador." : "";
+  section.hidden = false;
+}
+
+function listItem(sentence) {
+  const item = document.createElement("li");
+  item.textContent = sentence;
+  return item;
+}
+
+/** "Já liberei o navegador": kept here and told to the server with the device. */
+async function batteryDone() {
+  try { localStorage.setItem(BATTERY_KEY, "1"); } catch { /* private mode */ }
+  $("battery-state").textContent = "Você disse que já liberou o navegador.";
+  refreshSubscription();
 }
 
 function unitSettingsForm(unit, answer) {
@@ -1216,6 +1404,7 @@ async function loadDevices() {
 
 $("view-login").addEventListener("submit", login);
 $("login-mode").addEventListener("click", () => setLoginMode(!smsMode));
+$("phone").addEventListener("input", showPhonePreview);
 $("detail-back").addEventListener("click", backHome);
 $("settings-back").addEventListener("click", backHome);
 $("open-settings").addEventListener("click", openSettings);
@@ -1223,7 +1412,13 @@ $("refresh").addEventListener("click", load);
 $("logout").addEventListener("click", () => { unsubscribe(); logout(); });
 $("notify-enable").addEventListener("click", enableNotifications);
 $("call-hangup").addEventListener("click", () => { if (call) call.hangup(); });
-$("call-close").addEventListener("click", () => { $("call").hidden = true; });
+$("call-close").addEventListener("click", () => {
+  $("call").hidden = true;
+  document.documentElement.classList.remove("in-call");
+  $("title").focus({ preventScroll: true });
+});
+$("call-mute").addEventListener("click", toggleMute);
+$("battery-done").addEventListener("click", batteryDone);
 $("call-unmute").addEventListener("click", () => {
   $("call-remote").muted = false;
   $("call-unmute").hidden = true;
@@ -1231,12 +1426,24 @@ $("call-unmute").addEventListener("click", () => {
 window.addEventListener("pagehide", () => { if (call) call.hangup(); });
 // Queued taps go out as soon as there is a chance: back online, back to the screen, or
 // told by the service worker (it sent one from a notification).
-window.addEventListener("online", sendQueued);
+window.addEventListener("online", () => {
+  sendQueued({ now: true });
+  // The socket may have died unnoticed offline: live updates come back at once too.
+  if (session && (!socket || socket.readyState !== WebSocket.OPEN)) startLive();
+});
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState !== "visible" || !session) return;
-  sendQueued();
+  sendQueued({ now: true });
   load();
 });
+if ("serviceWorker" in navigator) {
+  navigator.serviceWorker.addEventListener("message", (event) => {
+    const data = event.data || {};
+    if (data.type !== "open_visit" || !data.visit_id) return;
+    wantedVisit = String(data.visit_id);
+    if (session) load();
+  });
+}
 try {
   const channel = new BroadcastChannel(CHANNEL);
   channel.onmessage = (event) => showAction(event.data);
@@ -1247,7 +1454,7 @@ try {
   if (session && session.token && !session.expired) {
     // Outcomes of taps made before a reload (or from a notification) are shown again.
     for (const record of await recentActions().catch(() => [])) {
-      if (record.userID === session.userID) notes.set(record.visitID, { text: record.text, ok: record.ok, state: record.state });
+      if (record.userID === session.userID) notes.set(record.visitID, { text: record.text, ok: record.ok, refused: !!record.refused, state: record.state });
     }
     enterHome();
     sendQueued();

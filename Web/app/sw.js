@@ -10,10 +10,18 @@
 //   (IndexedDB, shared with the page: key made now, stored before the first send) and is
 //   sent with retries; its terminal answer is notified. A plain click opens the app.
 // - `sync` (Background Sync) sends whatever the queue still holds.
+// - `fetch`: the app's own files (this folder and ../shared/) come from the network when
+//   it answers and from a copy kept at install otherwise, so the installed app opens
+//   offline in pt-BR (login or home, with its queued taps) instead of the browser's
+//   English error page. The API (/v1/) is never cached or answered from here.
+// - `pushsubscriptionchange`: the browser replaced the push subscription (it expired or
+//   was renewed): the new one is registered with the server at once, so rings keep
+//   reaching this browser.
 
 import { drain, enqueue, pendingActions } from "../shared/actions.js";
 import { request } from "../shared/api.js";
 import { authorized, loadSession } from "../shared/session.js";
+import { getValue } from "../shared/store.js";
 import * as text from "../shared/text.js";
 
 const ICON = "icon-192.png";
@@ -22,8 +30,86 @@ const SYNC_TAG = "portaria-actions";
 /** How long a notification action keeps retrying inside its own event (browsers stop a worker after ~5 min). */
 const ACTION_WINDOW_MS = 120000;
 
-self.addEventListener("install", () => self.skipWaiting());
-self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
+/** The app shell kept for offline starts; the version changes when the list does. */
+const SHELL_CACHE = "portaria-shell-1";
+const SHELL = ["./", "app.css", "app.js", "manifest.webmanifest", "icon-192.png", "badge-72.png",
+  "../shared/actions.js", "../shared/api.js", "../shared/call.js", "../shared/call.css", "../shared/session.js",
+  "../shared/store.js", "../shared/text.js", "../shared/tokens.css"];
+
+self.addEventListener("install", (event) => {
+  self.skipWaiting();
+  // One file that fails to load does not stop the worker: it is fetched again on use.
+  event.waitUntil(caches.open(SHELL_CACHE)
+    .then((cache) => Promise.all(SHELL.map((path) => cache.add(new Request(path, { cache: "reload" })).catch(() => {}))))
+    .catch(() => {}));
+});
+self.addEventListener("activate", (event) => event.waitUntil((async () => {
+  for (const name of await caches.keys()) if (name.startsWith("portaria-shell-") && name !== SHELL_CACHE) await caches.delete(name);
+  await self.clients.claim();
+})()));
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  if (request.method !== "GET") return;
+  const url = new URL(request.url);
+  const scope = new URL(self.registration.scope);
+  const shared = new URL("../shared/", scope).pathname;
+  if (url.origin !== scope.origin || !(url.pathname.startsWith(scope.pathname) || url.pathname.startsWith(shared))) return;
+  event.respondWith(fromNetworkOrShell(request, url, scope));
+});
+
+/** The network's answer (kept as the new copy), else the kept copy, else a pt-BR page. */
+async function fromNetworkOrShell(request, url, scope) {
+  const cache = await caches.open(SHELL_CACHE).catch(() => null);
+  const key = request.mode === "navigate" ? new URL("./", scope).href : url.href;
+  try {
+    const response = await fetch(request);
+    if (cache && response.ok && (request.mode === "navigate" ? url.pathname === scope.pathname || url.pathname === `${scope.pathname}index.html` : true)) {
+      cache.put(key, response.clone()).catch(() => {});
+    }
+    return response;
+  } catch (error) {
+    const kept = cache ? await cache.match(key) : null;
+    if (kept) return kept;
+    if (request.mode === "navigate") return offlinePage();
+    throw error;
+  }
+}
+
+/** What a start offline shows when not even the shell was kept yet. */
+function offlinePage() {
+  const html = `<!doctype html><html lang="pt-BR"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>Portaria — sem conexão</title>
+<style>body{margin:0;font:18px/1.45 system-ui,sans-serif;color:#111}header{background:#0b3d91;color:#fff;padding:1rem}main{padding:1rem}</style>
+</head><body><header><h1>Portaria</h1></header><main><h2>Sem conexão</h2>
+<p>Este aparelho está sem internet. Abra o app de novo quando a conexão voltar.</p></main></body></html>`;
+  return new Response(html, { status: 503, headers: { "Content-Type": "text/html; charset=utf-8" } });
+}
+
+self.addEventListener("pushsubscriptionchange", (event) => {
+  extend(event, resubscribe(event.newSubscription || null));
+});
+
+/**
+ * Registers `subscription` (or a new one, made here, when the browser gave none) for the
+ * device the page registered last (`device` in the shared store: installation id, name,
+ * capabilities). Without a session or a device the page does it at its next start.
+ */
+async function resubscribe(subscription) {
+  const device = await getValue("device").catch(() => null);
+  if (!device) return;
+  if (!subscription) {
+    const { public_key: key } = await request("GET", "/v1/push/web/vapid_public_key");
+    subscription = await self.registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: base64url(key) });
+  }
+  const { endpoint, keys } = subscription.toJSON();
+  await authorized("POST", "/v1/devices", { body: { ...device, web_push: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } } } });
+}
+
+function base64url(value) {
+  const base64 = value.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (value.length % 4)) % 4);
+  return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+}
 
 self.addEventListener("push", (event) => {
   let payload = {};
@@ -170,10 +256,16 @@ async function onNotificationClick(notification, action) {
     return;
   }
   notification.close();
+  // A plain tap opens the app on this visit, its decisions one tap away — also the ones a
+  // platform left off the notification (Chromium shows two of a delivery's three).
+  const visitID = data.ended || data.done ? "" : (data.visit_id || "");
   const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
   const open = windows.find((client) => new URL(client.url).pathname.startsWith(self.registration.scope.replace(self.location.origin, "")));
-  if (open) return open.focus();
-  return self.clients.openWindow("./");
+  if (open) {
+    if (visitID) open.postMessage({ type: "open_visit", visit_id: visitID });
+    return open.focus();
+  }
+  return self.clients.openWindow(visitID ? `./#visita=${encodeURIComponent(visitID)}` : "./");
 }
 
 /** Notifies the outcome of a tap made on a notification. */

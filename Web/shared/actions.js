@@ -5,8 +5,9 @@
 // a dead network can delay it but never lose it or apply it twice: every attempt carries
 // the same key and the server replays. Records are sent one at a time under a Web Lock
 // (page and worker never send the same record concurrently), retried with back-off on
-// transient failures (no answer, 429, 5xx) and on `online`, `visibilitychange` and
-// Background Sync, until a terminal answer: done, someone else decided first, the visit
+// transient failures (no answer, 429, 5xx), and at once — back-off or not — on every sign
+// of connectivity (`online`, the realtime socket reconnecting, the page coming back to
+// the screen, any request that got an answer) and on Background Sync, until a terminal answer: done, someone else decided first, the visit
 // closed, or refused. A 401 refreshes the session (`authorized`); a refused refresh
 // leaves the record waiting for the same resident to log in again.
 
@@ -46,17 +47,20 @@ export async function enqueue({ visitID, action, kind = "visit", visitorName = "
 
 /**
  * Sends every due pending record of the logged-in resident, one at a time. `notify(record)`
- * is called for each record that reached a terminal answer (the caller shows it).
+ * is called for each record that reached a terminal answer (the caller shows it). `now`:
+ * the network is back, so every record that failed for want of a network is due whatever
+ * its back-off (a visitor is standing at the gate); a record the server answered with 429
+ * or 5xx keeps its back-off, which spares a server that asked for a pause.
  * @returns {Promise<{finished: object[], nextAt: number}>} `nextAt` = when the soonest
  *   waiting record is due again (0: nothing waiting on a timer).
  */
-export async function drain({ notify = () => {} } = {}) {
+export async function drain({ notify = () => {}, now: atOnce = false } = {}) {
   return withLock("portaria.actions", async () => {
     const session = await loadSession();
     const now = Date.now();
     const finished = [];
     let nextAt = 0;
-    for (const record of await allActions()) {
+    for (let record of await allActions()) {
       if (record.state !== "pending") {
         if (now - record.createdAt > KEEP_MS) await deleteAction(record.key);
         continue;
@@ -71,9 +75,18 @@ export async function drain({ notify = () => {} } = {}) {
         }
         continue;
       }
-      if (record.nextAt > now) {
+      // The network's back, so a record that failed for want of one goes now; one the
+      // server turned away (429, 5xx) keeps its back-off and Retry-After.
+      if (record.nextAt > now && !(atOnce && record.network)) {
         nextAt = nextAt ? Math.min(nextAt, record.nextAt) : record.nextAt;
         continue;
+      }
+      // The screen says what happens now ("Enviando…"), not the last failure's sentence.
+      const sending = text.queued(record.action, "sending");
+      if (record.text !== sending && !offline()) {
+        record = { ...record, text: sending };
+        await putAction(record);
+        announce(record);
       }
       const updated = await send(record, session);
       await putAction(updated);
@@ -87,6 +100,11 @@ export async function drain({ notify = () => {} } = {}) {
     }
     return { finished, nextAt };
   });
+}
+
+/** The browser knows it has no network (then, and only then, the resident reads "Sem conexão"). */
+function offline() {
+  return typeof navigator !== "undefined" && navigator.onLine === false;
 }
 
 /** Records not finished yet (the page marks their visits "enviando"). */
@@ -114,8 +132,8 @@ async function send(record, session) {
     }
     if (isTransient(error)) {
       const delay = backoff(attempts, error, 60000);
-      return { ...record, attempts, nextAt: Date.now() + delay,
-        text: text.queued(record.action, error.status === 0 ? "unreachable" : "server_busy") };
+      return { ...record, attempts, nextAt: Date.now() + delay, network: error.status === 0,
+        text: text.queued(record.action, error.status !== 0 ? "server_busy" : offline() ? "unreachable" : "no_answer") };
     }
     const body = error.body || {};
     if (error.status === 409 && error.code === "VISIT_ALREADY_RESOLVED") {
@@ -128,13 +146,13 @@ async function send(record, session) {
       const status = (visit && visit.status) || body.status || "cancelled";
       return done(false, text.closed(status, (visit && visit.kind) || record.kind, visit ? visit.updated_at : null, zone));
     }
-    if (error.status === 403) return done(false, text.REFUSED.forbidden);
-    if (error.status === 404 && error.code) return done(false, text.REFUSED.visit_not_found);
+    if (error.status === 403) return done(false, text.REFUSED.forbidden, { refused: true });
+    if (error.status === 404 && error.code) return done(false, text.REFUSED.visit_not_found, { refused: true });
     if (error.status === 404) {
       // A 404 without the API's envelope is a proxy's, not the server's word: try later.
       return { ...record, attempts, nextAt: Date.now() + backoff(attempts, error, 60000), text: text.queued(record.action, "server_busy") };
     }
-    return done(false, text.REFUSED.invalid);
+    return done(false, text.REFUSED.invalid, { refused: true });
   }
 }
 

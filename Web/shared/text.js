@@ -110,6 +110,10 @@ export function queued(action, reason) {
     case "server_busy": return `A portaria está ocupada. ${decision} foi guardada e será enviada em instantes`;
     case "needs_login": return `Sua sessão expirou. Entre novamente para enviar ${decision[0].toLowerCase()}${decision.slice(1)}`;
     case "sending": return "Enviando…";
+    // Online, but the request got no answer (the server or the way to it is down). The
+    // web's own sentence: a browser knows when it is offline (`navigator.onLine`), so
+    // "Sem conexão" is kept for that case (decision 0080).
+    case "no_answer": return `A portaria não respondeu. ${decision} foi guardada e será enviada em instantes`;
     default: return `Sem conexão com a portaria. ${decision} foi guardada e será enviada assim que possível`;
   }
 }

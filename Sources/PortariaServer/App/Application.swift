@@ -64,7 +64,7 @@ public final class Application: Sendable {
                                      visits: visits.bus, log: log)
         realtime = feed
         let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
-                               otpLimits: configuration.otpLimits, log: log,
+                               otpLimits: configuration.otpLimits, defaultCountryCode: configuration.defaultCountryCode, log: log,
                                sessionEnded: { sessionID in
                                    authenticator.sessionEnded(sessionID)
                                    feed.endSession(sessionID)

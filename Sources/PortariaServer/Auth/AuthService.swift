@@ -64,9 +64,11 @@ public struct AuthService: Sendable {
         }
     }
     public var otpLimits = OTPLimits()
+    /// The country of a national phone number typed without `+` (`--default-country-code`).
+    public var defaultCountryCode: Int
 
     public init(database: any SQLDatabase, secrets: ServiceSecrets, sms: any SmsSender,
-                loginLimitPerAccount: Int = 10, otpLimits: OTPLimits = OTPLimits(), log: Log = .shared,
+                loginLimitPerAccount: Int = 10, otpLimits: OTPLimits = OTPLimits(), defaultCountryCode: Int = 55, log: Log = .shared,
                 sessionEnded: @escaping @Sendable (String) -> Void = { _ in }) {
         self.database = database
         self.accounts = AccountStore(database: database)
@@ -78,6 +80,7 @@ public struct AuthService: Sendable {
         self.sms = sms
         self.loginLimitPerAccount = loginLimitPerAccount
         self.otpLimits = otpLimits
+        self.defaultCountryCode = defaultCountryCode
         self.log = log
         self.sessionEnded = sessionEnded
     }
@@ -214,11 +217,22 @@ public struct AuthService: Sendable {
 
     // MARK: SMS one-time codes
 
-    /// `+5511999990001` form: digits with an optional leading `+`, separators removed.
-    static func normalizePhone(_ raw: String) -> String? {
+    /// `+5511999990001` form: digits with an optional leading `+`, separators removed. A
+    /// national number — 10 or 11 digits without `+`, as people write "(11) 99999-0001" —
+    /// is read in `defaultCountryCode` (`--default-country-code`, 55); 12–15 digits without
+    /// `+` already carry their country code. Anything else is not a phone (nil).
+    static func normalizePhone(_ raw: String, defaultCountryCode: Int = 55) -> String? {
         let trimmed = raw.filter { !" -().".contains($0) }
-        let digits = trimmed.hasPrefix("+") ? String(trimmed.dropFirst()) : trimmed
-        guard (10...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        let international = trimmed.hasPrefix("+")
+        let digits = international ? String(trimmed.dropFirst()) : trimmed
+        // No country code and no area code starts with 0 (a trunk prefix is not part of the number).
+        guard (10...15).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), !digits.hasPrefix("0") else { return nil }
+        if !international && digits.count <= 11 {
+            // The whole E.164 number stays within 15 digits.
+            let country = String(defaultCountryCode)
+            guard (1...999).contains(defaultCountryCode), country.count + digits.count <= 15 else { return nil }
+            return "+" + country + digits
+        }
         return "+" + digits
     }
 
@@ -232,8 +246,8 @@ public struct AuthService: Sendable {
     /// background (decision 0013). An accepted send that fails there is only logged; the
     /// user asks for another code.
     public func sendOTP(_ body: OTPSendRequest, clientAddress: String) async throws {
-        guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone) else {
-            throw HTTPError.invalidRequest("phone must be a phone number with country code, e.g. +5511999990001", field: "phone")
+        guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone, defaultCountryCode: defaultCountryCode) else {
+            throw HTTPError.invalidRequest("phone must be a phone number: +5511999990001, or a national number with area code such as (11) 99999-0001", field: "phone")
         }
         let at = now()
         let limits = otpLimits
@@ -293,7 +307,7 @@ public struct AuthService: Sendable {
     }
 
     public func verifyOTP(_ body: OTPVerifyRequest, clientAddress: String) async throws -> OTPVerifyResponse {
-        guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone) else {
+        guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone, defaultCountryCode: defaultCountryCode) else {
             throw HTTPError.invalidRequest("phone must be a phone number with country code", field: "phone")
         }
         try require(body.code.count == 6 && body.code.allSatisfy { $0.isASCII && $0.isNumber }, field: "code",

@@ -60,6 +60,8 @@ public struct ServerConfiguration: Sendable {
     public var mediaQuotaMB = 512
     /// SMS-code limits per phone (`AuthService.OTPLimits`); the CLI knobs are for tests.
     public var otpLimits = AuthService.OTPLimits()
+    /// The country code of a national phone number typed without `+` (55: Brazil).
+    public var defaultCountryCode = 55
     /// Adds the routes `make bench` drives (JSON echo, WebSocket broadcast). Off in production.
     public var benchRoutes = false
     /// Realtime sockets one user may hold (`RealtimeLimits.connectionsPerUser`). Raised only by
@@ -103,6 +105,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("vapid-key-file", help: "Web Push VAPID key (PEM, EC P-256); default: made at first start and kept in the database"),
         OptionSpec("web-push-hosts", help: "comma-separated push service hosts (*.suffix allowed) browser subscriptions may use (default: the browsers' own)"),
         OptionSpec("sms-webhook", help: "SMS gateway URL (without it OTP codes are logged: dev only)"),
+        OptionSpec("default-country-code", help: "country code for national phone numbers typed without + (default 55)"),
         OptionSpec("turn-url", help: "TURN relay for video calls: turn:host[:port] or turns:host[:port]"),
         OptionSpec("turn-secret", help: "coturn use-auth-secret shared secret (prefer --turn-secret-file or the environment: ps shows arguments)"),
         OptionSpec("turn-secret-file", help: "file holding the coturn shared secret (first line)"),
@@ -200,6 +203,7 @@ public struct ServerConfiguration: Sendable {
         configuration.mediaQuotaMB = try options.integer("media-quota-mb", default: 512, range: 1...1_048_576)
         configuration.otpLimits.firstResendGap = TimeInterval(try options.integer("otp-resend-gap-seconds", default: 30, range: 0...3600))
         configuration.otpLimits.failuresPerPhonePerDay = try options.integer("otp-failures-per-day", default: 10, range: 1...1000)
+        configuration.defaultCountryCode = try options.integer("default-country-code", default: 55, range: 1...999)
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")
         configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))

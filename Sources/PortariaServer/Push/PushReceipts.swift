@@ -171,8 +171,11 @@ public struct PushReceipts: Sendable {
         var flags: [String] = []
         let caps = device.capabilities
         if caps.notificationsEnabled == false { flags.append("notifications_disabled") }
-        if device.platform == "android" {
-            if caps.fullScreenIntentAllowed == false { flags.append("full_screen_intent_revoked") }
+        // The web app on an Android phone rings through the browser, which the maker's power
+        // saver stops just the same (it reports `os_version` "Android …").
+        let androidBrowser = device.platform == "web" && (caps.osVersion ?? "").lowercased().hasPrefix("android")
+        if device.platform == "android" || androidBrowser {
+            if device.platform == "android", caps.fullScreenIntentAllowed == false { flags.append("full_screen_intent_revoked") }
             if caps.ignoringBatteryOptimizations == false,
                let maker = caps.manufacturer?.lowercased().trimmingCharacters(in: .whitespaces),
                aggressiveManufacturers.contains(where: { maker.hasPrefix($0) }) {

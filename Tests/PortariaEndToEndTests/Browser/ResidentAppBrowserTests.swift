@@ -4,7 +4,7 @@ import Testing
 /// The minimal resident web client (`Web/app/`) in headless Chromium against the real
 /// `portaria serve --demo`: log in, see the visits, resolve with one tap, and the
 /// "Maria já autorizou" answer when someone else was first, and no tap on a visit that
-/// has just moved under the finger.
+/// has just moved under the finger — in Chromium and in WebKit (the iPhone's engine).
 @Suite("Resident web client in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
 struct ResidentAppBrowserTests {
     /// Rings A-101 from the demo gate as `name`; returns the visit id.
@@ -35,13 +35,14 @@ struct ResidentAppBrowserTests {
         return (try #require((body["visit"] as? [String: Any])?["id"] as? String), try #require(body["visitor_token"] as? String))
     }
 
-    @Test("Maria logs in, authorizes with one tap, sees who was first on a visit João denied, and a tap as the list moves does nothing")
-    func loginResolveAndAlreadyResolved() async throws {
+    @Test("Maria logs in, authorizes with one tap, sees who was first on a visit João denied, and a tap as the list moves does nothing",
+          arguments: BrowserEngine.underTest)
+    func loginResolveAndAlreadyResolved(engine: BrowserEngine) async throws {
         try await TestServer.with(["--demo"]) { server in
             let first = try await ring(server, name: "Visitante Um")
             let second = try await ring(server, name: "Visitante Dois")
-            try await WebDriver.with { browser in
-                try await browser.navigate("http://127.0.0.1:\(server.port)/app/")
+            try await WebDriver.with(engine) { browser in
+                try await browser.navigate("http://\(engine.loopbackHost):\(server.port)/app/")
                 try await browser.type(try await browser.find(css: "#username"), "maria")
                 try await browser.type(try await browser.find(css: "#password"), "demo1234")
                 try await browser.click(css: "#login")
@@ -53,7 +54,7 @@ struct ResidentAppBrowserTests {
                 try await browser.waitFor("both visits with their buttons") {
                     try await browser.execute("return document.querySelectorAll('li.visit button[data-action=authorize]').length") as? Int == 2
                 }
-                await browser.screenshot("app-home")
+                if engine == .chromium { await browser.screenshot("app-home") }
 
                 // One tap authorizes the first visit.
                 try await browser.click(css: "li.visit[data-id='\(first)'] button[data-action=authorize]")
@@ -96,7 +97,7 @@ struct ResidentAppBrowserTests {
                 try await browser.click(css: "li.visit[data-id='\(second)'] button[data-action=authorize]")
                 let message = try await browser.waitForText("li.visit[data-id='\(second)'] .message", containing: "já negou")
                 #expect(message.hasPrefix("João já negou às "), "\(message)")
-                await browser.screenshot("app-already-resolved")
+                if engine == .chromium { await browser.screenshot("app-already-resolved") }
             }
         }
     }

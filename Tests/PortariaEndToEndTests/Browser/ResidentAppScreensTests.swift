@@ -132,7 +132,7 @@ struct ResidentAppScreensTests {
                 try await browser.waitForText("#detail-location", containing: "da portaria, a nordeste")
                 try await ResidentAppBrowserTests().joaoDenies(server, visit)
                 try await browser.waitForText("#detail-outcome", containing: "Negado por João Souza às ")
-                try await browser.waitForText("#detail-attempts", containing: "João decidiu")
+                try await browser.waitForText("#detail-attempts", containing: "João negou")
             }
         }
     }

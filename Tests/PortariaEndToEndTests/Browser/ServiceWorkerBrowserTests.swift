@@ -195,4 +195,74 @@ struct ServiceWorkerBrowserTests {
             }
         }
     }
+
+    @Test("When the browser replaces its push subscription, the worker registers the new one for the same device (tab closed)")
+    func subscriptionChangeReRegisters() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let visit = try await ResidentAppBrowserTests().ring(server, name: "Visitante Assinatura")
+            let base = "http://127.0.0.1:\(server.port)"
+            try await WebDriver.with { browser in
+                try await installAndClose(browser, base: base, waitingFor: visit)
+                // The device the page registered last (a headless browser has no push
+                // service to subscribe with, so the test writes what the page keeps).
+                let stored = try await browser.executeAsync("""
+                    const done = arguments[arguments.length - 1];
+                    const open = indexedDB.open('portaria');
+                    open.onsuccess = () => {
+                      const tx = open.result.transaction('kv', 'readwrite');
+                      tx.objectStore('kv').put({ installation_id: 'web-subscription-test', platform: 'web', device_name: 'Navegador',
+                        locale: 'pt-BR', capabilities: { notifications_enabled: true } }, 'device');
+                      tx.oncomplete = () => done(true);
+                      tx.onerror = () => done(String(tx.error));
+                    };
+                    open.onerror = () => done(String(open.error));
+                    """)
+                try #require(stored as? Bool == true, "\(String(describing: stored))")
+                // Chromium never fires the event itself: it is dispatched in the worker with a
+                // new subscription of the browser's push service (a real P-256 key).
+                try await inWorker(browser, """
+                    (async () => {
+                      const b64 = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
+                      const pair = await crypto.subtle.generateKey({ name: 'ECDH', namedCurve: 'P-256' }, true, ['deriveBits']);
+                      const keys = { p256dh: b64(await crypto.subtle.exportKey('raw', pair.publicKey)), auth: b64(crypto.getRandomValues(new Uint8Array(16))) };
+                      const event = new Event('pushsubscriptionchange');
+                      event.newSubscription = { toJSON: () => ({ endpoint: 'https://fcm.googleapis.com/fcm/send/renewed-subscription', keys }) };
+                      self.dispatchEvent(event);
+                    })()
+                    """)
+                let maria = try await RealtimeTests.login(server, "maria")
+                var devices: [[String: Any]] = []
+                try await browser.waitFor("the renewed subscription on the server", within: .seconds(30)) {
+                    devices = try await server.request("GET", "/v1/devices", headers: [
+                        ("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID),
+                    ]).json()["devices"] as? [[String: Any]] ?? []
+                    return devices.contains { $0["installation_id"] as? String == "web-subscription-test" }
+                }
+                let device = try #require(devices.first { $0["installation_id"] as? String == "web-subscription-test" })
+                #expect(device["platform"] as? String == "web")
+                #expect(device["push_token_status"] as? String == "active", "\(device)")
+            }
+        }
+    }
+
+    @Test("Opened from a delivery's notification (./#visita=<id>), the app shows that visit with all three decisions, focused: the one the notification had no room for is one tap away")
+    func plainTapOpensTheVisit() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let visit = try await ResidentAppBrowserTests().ring(server, name: "Entregador Rápido", kind: "delivery")
+            let base = "http://127.0.0.1:\(server.port)"
+            try await WebDriver.with { browser in
+                try await installAndClose(browser, base: base, waitingFor: visit)
+                // A plain tap opens the app at `./#visita=<id>` (the worker's `openWindow`; a tap
+                // dispatched by a test may not open windows, so the test opens that address).
+                try await browser.navigate("\(base)/app/#visita=\(visit)")
+                try await browser.waitFor("the visit's decisions, focused", within: .seconds(30)) {
+                    try await browser.execute("""
+                        const item = document.querySelector(arguments[0]);
+                        return !!item && item.contains(document.activeElement) && !!document.activeElement.dataset.action
+                          && item.querySelectorAll('button[data-action=authorize], button[data-action=leave_at_concierge], button[data-action=deny]').length === 3;
+                        """, ["li.visit[data-id='\(visit)']"]) as? Bool == true
+                }
+            }
+        }
+    }
 }

@@ -38,8 +38,12 @@ struct VideoCallBrowserTests {
             try await app.execute("return document.body.dataset.connection") as? String == "live"
         }
 
-        // The visitor rings A-101 from the gate.
+        // The visitor rings A-101 from the gate, 340 m north of it.
         try await gate.navigate("\(origin)/gate/demo-gate")
+        try await GateBrowserTests().placeBrowser(gate, origin: origin, lat: GateBrowserTests.gate.lat + 340 / 111_320,
+                                                  lon: GateBrowserTests.gate.lon, accuracy: 12)
+        try await gate.click(css: "#location-button")
+        try await gate.waitForText("#location-status", containing: "precisão de 12 m")
         try await gate.waitFor("the unit list") {
             try await gate.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
         }
@@ -122,6 +126,37 @@ struct VideoCallBrowserTests {
                     }
                     await gate.screenshot("call-gate")
                     await app.screenshot("call-app")
+                    // The spec's call screen: the visitor's video fills the screen; over it the
+                    // name, the unit and the geofence badge, which a screen reader hears too.
+                    let screen = try await app.execute("""
+                        const r = document.getElementById('call-remote').getBoundingClientRect();
+                        const badge = document.getElementById('call-badge');
+                        const hidden = [...badge.querySelectorAll('[aria-hidden=true]')].map((e) => e.textContent).join('');
+                        return { full: Math.round(r.width) === window.innerWidth && Math.round(r.height) === window.innerHeight,
+                                 who: document.getElementById('call-who').textContent, badge: badge.textContent,
+                                 status: badge.dataset.status, heard: badge.textContent.replace(hidden, '').trim(),
+                                 colour: getComputedStyle(badge).backgroundColor,
+                                 authorize: getComputedStyle(document.querySelector('#call-actions button[data-action=authorize]')).backgroundColor };
+                        """) as? [String: Any] ?? [:]
+                    #expect(screen["full"] as? Bool == true, "the visitor's video does not fill the screen: \(screen)")
+                    #expect(screen["who"] as? String == "Visitante Vídeo · A-101", "\(screen)")
+                    #expect((screen["badge"] as? String ?? "").hasSuffix("⚠ A 340m da portaria"), "\(screen)")
+                    #expect(screen["status"] as? String == "away", "\(screen)")
+                    #expect(screen["heard"] as? String == "Localização do visitante: A 340m da portaria", "\(screen)")
+                    #expect(screen["colour"] as? String == "rgb(138, 75, 0)", "the away badge is not amber: \(screen)")
+                    #expect(screen["authorize"] as? String == "rgb(10, 107, 45)", "Autorizar is not green: \(screen)")
+                    try await app.cdp("Page.setBypassCSP", ["enabled": true])
+                    let problems = try await AccessibilityBrowserTests().violations(app, axe: try AccessibilityBrowserTests.axeSource(), page: "call")
+                    #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+                    // Mudo turns Maria's microphone off, and on again.
+                    try await app.click(css: "#call-mute")
+                    #expect(try await app.execute("""
+                        const s = document.getElementById('call-local').srcObject;
+                        return document.getElementById('call-mute').getAttribute('aria-pressed') === 'true'
+                          && s.getAudioTracks().length > 0 && s.getAudioTracks().every((t) => !t.enabled);
+                        """) as? Bool == true, "Mudo did not silence the microphone")
+                    try await app.click(css: "#call-mute")
+                    #expect(try await app.execute("return document.getElementById('call-local').srcObject.getAudioTracks().every((t) => t.enabled)") as? Bool == true)
 
                     // During the call Maria authorizes inside the call, without leaving it.
                     #expect(try await app.execute("return [...document.querySelectorAll('#call-actions button')].map(b => b.textContent)")

@@ -279,4 +279,30 @@ struct AuthServiceTests {
             #expect(await httpError { _ = try await fixture.auth.verifyOTP(OTPVerifyRequest(phone: "+5511999990001", code: "12ab56"), clientAddress: "x") }?.body.field == "code")
         }
     }
+
+    @Test("a national number typed as people write it, (11) 99999-0002, is read in the default country; one that cannot be a phone is a 400 naming the field", arguments: backends)
+    func nationalPhoneNumbers(backend: Backend) async throws {
+        try await AuthFixture.with(backend) { fixture in
+            try await fixture.auth.sendOTP(OTPSendRequest(phone: "(11) 99999-0002"), clientAddress: "10.4.0.1")
+            let code = try await fixture.sms.code(for: "+5511999990002")
+            let verified = try await fixture.auth.verifyOTP(OTPVerifyRequest(phone: "11 99999-0002", code: code), clientAddress: "10.4.0.1")
+            #expect(!verified.otpToken.isEmpty)
+            // Another configured country reads the same digits as its own.
+            var portugal = fixture.auth
+            portugal.defaultCountryCode = 351
+            #expect(AuthService.normalizePhone("(11) 99999-0002", defaultCountryCode: 351) == "+35111999990002")
+            #expect(AuthService.normalizePhone("+55 11 99999-0002", defaultCountryCode: 351) == "+5511999990002")
+            #expect(AuthService.normalizePhone("5511999990002") == "+5511999990002")
+            // The option (and its environment variable) that sets the country; 55 unsaid.
+            #expect(try ServerConfiguration.from(ParsedOptions(values: [:])).defaultCountryCode == 55)
+            #expect(try ServerConfiguration.from(ParsedOptions(values: ["default-country-code": "351"])).defaultCountryCode == 351)
+            #expect(throws: (any Error).self) { try ServerConfiguration.from(ParsedOptions(values: ["default-country-code": "0"])) }
+            let parsed = try ParsedOptions.parse([], specs: ServerConfiguration.serveOptions, environment: ["PORTARIA_DEFAULT_COUNTRY_CODE": "1"])
+            #expect(try ServerConfiguration.from(parsed).defaultCountryCode == 1)
+            for bad in ["12", "(11) 9999", "011 99999-0002", "abc1199999000", "+1234567890123456", ""] {
+                let error = await httpError { try await portugal.sendOTP(OTPSendRequest(phone: bad), clientAddress: "10.4.0.2") }
+                #expect(error?.status == 400 && error?.body.code == .invalidRequest && error?.body.field == "phone", "\(bad)")
+            }
+        }
+    }
 }

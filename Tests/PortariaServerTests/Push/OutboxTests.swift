@@ -282,6 +282,30 @@ struct OutboxTests {
         }
     }
 
+    @Test("a browser on an Android phone whose maker stops background apps is flagged for battery like the Android app", arguments: backends)
+    func browserOnAndroidBatteryFlag(backend: Backend) async throws {
+        try await PushFixture.with(backend) { fixture in
+            // As the web app registers on a Xiaomi (`platform` web, maker and "Android …" in the capabilities).
+            try await fixture.register("joao", platform: "android", pushToken: "fcm-joao-web",
+                                       capabilities: .init(notificationsEnabled: true, ignoringBatteryOptimizations: false,
+                                                           manufacturer: "xiaomi", osVersion: "Android 13"))
+            try await fixture.register("ana", platform: "android", pushToken: "fcm-ana-web",
+                                       capabilities: .init(notificationsEnabled: true, ignoringBatteryOptimizations: false,
+                                                           manufacturer: "xiaomi", osVersion: "Linux"))
+            try await fixture.database.write { db in
+                try db.execute("UPDATE devices SET platform = 'web', push_token = NULL WHERE push_token IN ('fcm-joao-web', 'fcm-ana-web')")
+            }
+            let response = await fixture.client.call("GET", "/v1/admin/push_health", token: try await fixture.login("admin"))
+            guard case .array(let devices)? = response.body["devices"] else { Issue.record("no devices: \(response.body)"); return }
+            let flags = { (username: String) -> Set<String> in
+                guard case .array(let list)? = devices.first(where: { $0["user"]?["username"]?.stringValue == username })?["risk_flags"] else { return [] }
+                return Set(list.compactMap(\.stringValue))
+            }
+            #expect(flags("joao") == ["battery_optimization"])
+            #expect(flags("ana").isEmpty, "a desktop browser has no maker's power saver")
+        }
+    }
+
     @Test("retry policy: exponential, jittered, capped, never before Retry-After")
     func retryPolicy() {
         let policy = PushRetryPolicy(base: 1, cap: 60, maxAttempts: 8, jitter: 0.5)

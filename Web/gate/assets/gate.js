@@ -332,6 +332,8 @@ function renderVisit(status, action) {
   $("voice").hidden = status !== "unanswered";
   if (terminal) {
     $("visit-connection").textContent = "";
+    // The outcome replaces any earlier error line (a cancel that lost to the decision).
+    if (status === "resolved") showError("visit-error", "");
     try { sessionStorage.removeItem(storageKey); } catch { /* ignore */ }
   }
   if (changed && navigator.vibrate && (status === "resolved" || status === "answered")) navigator.vibrate(200);
@@ -345,6 +347,16 @@ async function cancelVisit() {
     renderVisit(visit.status, visit.resolution ? visit.resolution.action : undefined);
     if (state.follower) state.follower.stop();
   } catch (error) {
+    if (error.status === 409) {
+      // Decided (or ended) a moment before the tap: what the visitor needs is the outcome
+      // ("Autorizado — pode entrar"), not a red line saying the call is over.
+      try {
+        const visit = await request("GET", "/v1/visitor/visit", { token: state.visitorToken, what: "chamada" });
+        renderVisit(visit.status, visit.resolution ? visit.resolution.action : undefined);
+        if (state.follower) state.follower.stop();
+        return;
+      } catch { /* the outcome could not be read: say what the server said */ }
+    }
     showError("visit-error", error.message);
     if (state.follower) state.follower.refresh();
   } finally {
