@@ -24,6 +24,8 @@ public final class Application: Sendable {
     public let vapidPublicKey: [UInt8]
     /// Starts and stops every part of the process in one order (decision 0029).
     private let lifecycle: Lifecycle
+    /// The Prometheus listener (`--metrics-listen`), nil when off.
+    let metricsServer: MetricsServer?
     let log: Log
 
     /// Builds the process in dependency order, each part given what it needs when it is
@@ -44,8 +46,14 @@ public final class Application: Sendable {
         // before it creates, migrates or seeds anything.
         let router = Router()
         server = try Self.boundServer(router: router, configuration, log: log)
+        let scraped = Locked<(any SQLDatabase)?>(nil)
+        let metricsServer = try configuration.metricsListen.map { address in
+            try MetricsServer(host: address.host, port: address.port, database: { scraped.current }, log: log)
+        }
+        self.metricsServer = metricsServer
         let storage = try await OpenedDatabase(configuration, log: log)
         database = storage.database
+        scraped.withLock { $0 = storage.database }
         for warning in configuration.warnings { log.warning(warning) }
         let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile, log: log)
         let sms = Self.smsSender(configuration, log: log)
@@ -76,7 +84,8 @@ public final class Application: Sendable {
         }
         lifecycle = Lifecycle(Self.components(storage: storage, push: push, runsPushWorker: configuration.runsPushWorker,
                                               pushWake: pushWake, auth: auth, visits: visits, server: server,
-                                              webSockets: webSockets, listener: listener, feed: feed), log: log)
+                                              webSockets: webSockets, listener: listener, feed: feed)
+                                 + Self.metricsComponents(metricsServer, log: log), log: log)
         registerRoutes(on: router, auth: auth, authenticator: authenticator, vapid: push.vapid)
     }
 
@@ -90,6 +99,7 @@ public final class Application: Sendable {
         http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
+        http.metrics = configuration.metricsListen == nil ? nil : .shared
         let server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
         return server
@@ -261,6 +271,16 @@ public final class Application: Sendable {
             LifecycleComponent("postgres listener", start: { listener?.start() }, stop: { listener?.stop() }),
             LifecycleComponent("realtime feed", start: { feed.start() }, stop: { await feed.stop() }),
         ]
+    }
+
+    /// The metrics listener starts last (everything it reads exists) and stops first.
+    static func metricsComponents(_ metrics: MetricsServer?, log: Log) -> [LifecycleComponent] {
+        guard let metrics else { return [] }
+        return [LifecycleComponent("metrics listener", start: {
+            try metrics.server.start()
+            log.info("metrics listening", ["host": .string(metrics.server.configuration.host),
+                                           "port": .number(Double(metrics.server.port))])
+        }, stop: { await metrics.server.shutdown(gracePeriod: .seconds(2), handlerGrace: .seconds(2)) })]
     }
 
     /// Every capability's routes, once every part exists.
