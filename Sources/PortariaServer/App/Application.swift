@@ -192,6 +192,7 @@ public final class Application: Sendable {
         visits.gateLimit = configuration.gateLimit
         visits.dataDirectory = configuration.dataDirectory
         visits.retentionDays = configuration.retentionDays
+        visits.auditRetentionDays = configuration.auditRetentionDays
         visits.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
         return visits
     }
@@ -289,6 +290,7 @@ public final class Application: Sendable {
                      webPushHosts: configuration.webPushHosts).register(on: router)
         WebPushRoutes(vapid: vapid).register(on: router)
         PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
+        AuditRoutes(database: database, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)
