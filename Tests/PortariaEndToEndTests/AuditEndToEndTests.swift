@@ -139,4 +139,42 @@ struct AuditEndToEndTests {
             #expect(!shown.text.contains("Maria Souza"), "the visit still names the erased person: \(shown.text)")
         }
     }
+
+    @Test("--audit-retention-days prunes audit rows older than it, apart from the visits' retention")
+    func retention() async throws {
+        var server = try await TestServer.start(["--demo", "--audit-retention-days", "30"])
+        let database = server.directory.appendingPathComponent("portaria.db").path
+        do {
+            _ = try await RealtimeTests.login(server, "maria")
+            _ = try await RealtimeTests.login(server, "ana")
+            let (visit, _) = try await RealtimeTests.ring(server)
+            await server.kill9()
+            // Maria's login 40 days ago, Ana's 10: only Maria's is past 30 days.
+            let day: Int64 = 86_400_000
+            try runSQLite(database, """
+                UPDATE audit_log SET at = at - \(40 * day) WHERE action = 'auth.login'
+                  AND actor_user_id = (SELECT id FROM users WHERE username = 'maria');
+                UPDATE audit_log SET at = at - \(10 * day) WHERE action = 'auth.login'
+                  AND actor_user_id = (SELECT id FROM users WHERE username = 'ana');
+                """)
+            let maria = try runSQLite(database, "SELECT id FROM users WHERE username = 'maria'")
+            let ana = try runSQLite(database, "SELECT id FROM users WHERE username = 'ana'")
+            server = try await server.restart()
+            // The sweep runs at start.
+            var rows: [[String: Any]] = []
+            let pruned = try await eventually(within: .seconds(30), every: .milliseconds(200)) {
+                let trail = try await runPortaria(["admin", "audit", "--database", "sqlite://" + database, "--json"])
+                rows = (try? JSONSerialization.jsonObject(with: Data(trail.stdout.utf8)) as? [[String: Any]]) ?? []
+                return !rows.isEmpty && !rows.contains { $0["actor_user_id"] as? String == maria }
+            }
+            #expect(pruned, "maria's 40-day-old login is still there: \(rows)")
+            #expect(rows.contains { $0["action"] as? String == "auth.login" && $0["actor_user_id"] as? String == ana })
+            #expect(rows.contains { $0["action"] as? String == "visit.create" && $0["object_id"] as? String == visit })
+            #expect(server.log.contains(#""audit_rows_deleted":1"#))
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
 }
