@@ -98,15 +98,23 @@ public enum AuditLog {
     }
 
     /// LGPD erasure: the facts stay, the person goes. Their id becomes `pseudonym` (the
-    /// same for all their rows, so the trail still tells one actor from another), and the
-    /// device and address of the rows they acted in are cleared. Returns the rows changed.
+    /// same for all their rows, so the trail still tells one actor from another) as actor,
+    /// subject and inside details (a ring order), and the device and address of the rows
+    /// they acted in are cleared. Returns the changes made (a row may count more than once).
     @discardableResult
     public static func pseudonymize(_ db: any SQLConnection, userID: String, pseudonym: String) throws -> Int {
         let acted = try db.execute("UPDATE audit_log SET actor_user_id = ?, device = NULL, address = NULL WHERE actor_user_id = ?",
                                    [.text(pseudonym), .text(userID)])
         let about = try db.execute("UPDATE audit_log SET subject_user_id = ? WHERE subject_user_id = ?",
                                    [.text(pseudonym), .text(userID)])
-        return acted + about
+        // Details that list people (a ring order, a membership change) name them by id.
+        // Ids are UUIDs (hex and dashes): nothing in one is a LIKE wildcard.
+        var named = 0
+        if !userID.isEmpty, userID.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == "-" }) {
+            named = try db.execute("UPDATE audit_log SET detail = REPLACE(detail, ?, ?) WHERE detail LIKE ?",
+                                   [.text(userID), .text(pseudonym), .text("%" + userID + "%")])
+        }
+        return acted + about + named
     }
 
     /// Deletes rows older than `before`, at most `batch` (the retention sweep loops).

@@ -90,12 +90,14 @@ enum AuditStorageContract {
                        objectType: "visit", objectID: "v1", device: "phone-1", address: "10.0.0.1", at: Date()),
             AuditEntry(actorUserID: nil, actorRole: "anonymous", action: "auth.login_failed", subjectUserID: p.maria, at: Date()),
             AuditEntry(actorUserID: p.carlos, actorRole: "user", action: "auth.login", at: Date()),
+            AuditEntry(companyID: p.demo, actorUserID: nil, actorRole: "cli", action: "admin.set_ring_order",
+                       detail: ["users": .array([.string(p.carlos), .string(p.maria)])], at: Date()),
         ])
         let before = try await PersonalData.export(database, userID: p.maria)
         #expect(before["user"]?["name"] == .string("Maria Souza"))
         #expect(before["user"]?["password_hash"] == nil)
         let erased = try #require(try await PersonalData.erase(database, userID: p.maria))
-        #expect(erased.auditRowsPseudonymized == 2)
+        #expect(erased.auditRowsPseudonymized == 3)
         let rows = try await database.read { db in try AuditLog.list(db, companyID: nil, since: nil, until: nil, before: nil, limit: 10) }
         #expect(!rows.contains { $0.entry.actorUserID == p.maria || $0.entry.subjectUserID == p.maria })
         let decision = try #require(rows.first { $0.entry.action == "visit.resolve" })
@@ -104,6 +106,8 @@ enum AuditStorageContract {
         #expect(decision.entry.objectID == "v1")
         #expect(rows.first { $0.entry.action == "auth.login_failed" }?.entry.subjectUserID == erased.pseudonym)
         #expect(rows.first { $0.entry.action == "auth.login" }?.entry.actorUserID == p.carlos)
+        #expect(rows.first { $0.entry.action == "admin.set_ring_order" }?.entry.detail["users"]
+                == .array([.string(p.carlos), .string(erased.pseudonym)]))
         let after = try await PersonalData.export(database, userID: p.maria)
         #expect(after["user"]?["phone"] == .null)
         #expect(after["user"]?["name"] != .string("Maria Souza"))
