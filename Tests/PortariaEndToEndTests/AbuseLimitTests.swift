@@ -6,13 +6,13 @@ import Testing
 import Glibc
 #endif
 
-// Issue 10 (abuse resistance), over real sockets against the real binary: each test
-// is one attack and the answer it must get. docs/reliability.md ("Security") lists them.
+// Abuse resistance, over real sockets against the real binary: each test is one attack
+// and the answer it must get. docs/reliability.md ("Security") lists them.
 
-/// Every end-to-end suite of issue 10, one test at a time: each starts one or more servers,
-/// and running them side by side on top of the rest of the suite slowed server starts
+/// The end-to-end attack suites, one test at a time: each starts one or more servers,
+/// and running them side by side on top of the rest of the suite slows server starts
 /// past the harness's 20 s on a shared 2-core machine.
-@Suite("Security (issue 10)", .serialized)
+@Suite("Security: each attack over real sockets gets its refusal", .serialized)
 struct SecuritySuites {}
 
 /// Reads a stopped server's SQLite file with Python's sqlite3 module (a second process

@@ -2,7 +2,7 @@ import Foundation
 import PortariaCore
 import Testing
 
-/// Issue 9's first fault, end to end: a visitor (anyone who scans the gate's QR code)
+/// Hostile media, end to end: a visitor (anyone who scans the gate's QR code)
 /// posts crafted voice messages and photos to the real binary. Each gets a 4xx with an
 /// error code naming the field, nothing is stored, and the server keeps answering.
 /// The voice messages are the `crash-*`/`hostile-*` seeds of fuzz/corpus/media-voice/,
@@ -47,7 +47,7 @@ struct HostileUploadTests {
         #expect(voices.first { $0.name.hasPrefix("crash-ogg-granule-overflow-48-bytes") }?.bytes.count == 48)
 
         try await TestServer.with(["--demo", "--gate-limit", "1000000"]) { server in
-            // A visitor token may upload 10 times (issue 10): each crafted file gets its own visit.
+            // A visitor token may upload 10 times: each crafted file gets its own visit.
             var token = try await Self.ring(server)
             for voice in voices {
                 token = try await Self.ring(server)

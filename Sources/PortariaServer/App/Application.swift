@@ -98,6 +98,9 @@ public final class Application: Sendable {
         http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
         http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
+        http.headTimeout = .seconds(configuration.headTimeoutSeconds)
+        http.bodyGrace = .seconds(configuration.bodyTimeoutSeconds)
+        http.bodyBytesPerSecond = configuration.bodyMinRate
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         http.metrics = configuration.metricsListen == nil ? nil : .shared
         let server = HTTPServer(router: router, configuration: http, log: log)
@@ -215,7 +218,7 @@ public final class Application: Sendable {
     }
 
     /// On PostgreSQL, one connection for every channel: events poke the feed, call messages
-    /// go to the feed's calls (decision 0040), push enqueues anywhere wake this worker,
+    /// go to the feed's calls (decision 0056), push enqueues anywhere wake this worker,
     /// auth changes reach the session cache, which waits on the listener's barrier and is
     /// off while its connection is down (decision 0043). Nil on SQLite (one instance).
     static func postgresListener(_ configuration: ServerConfiguration, database: any SQLDatabase, feed: RealtimeFeed,

@@ -41,6 +41,13 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerIP = 1024
     /// Request bodies held in memory across all connections at once; beyond it, 503.
     public var maxBufferedBodyBytes = 128 << 20
+    /// Seconds a request head may take from the moment the connection could send it
+    /// (accepted, or its previous answer sent); then the connection is closed (decision 0061).
+    public var headTimeoutSeconds = 10
+    /// Seconds a request body gets after its head, plus one per `bodyMinRate` bytes received.
+    public var bodyTimeoutSeconds = 10
+    /// Bytes per second a body must average past its first `bodyTimeoutSeconds`.
+    public var bodyMinRate = 1024
     /// Days photos, voice messages and visitor locations are kept (LGPD).
     public var retentionDays = 90
     /// MiB of photos and voice messages one company's visitors may store per 24 h.
@@ -104,7 +111,10 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
         OptionSpec("max-connections-per-ip", help: "connections one client address may hold; 0 = no limit (default 1024; off behind --trusted-proxies)"),
-        OptionSpec("max-buffered-body-mb", help: "request bodies held in memory at once across connections, MiB (default 128)"),
+        OptionSpec("max-buffered-body-mb", help: "request bodies held in memory at once across connections, MiB (default 128); one address holds at most what is left free"),
+        OptionSpec("head-timeout-seconds", help: "a request head must arrive within this many seconds of the connection being ready for it (default 10)"),
+        OptionSpec("body-timeout-seconds", help: "a request body gets this many seconds after its head, plus 1 s per --body-min-rate bytes (default 10)"),
+        OptionSpec("body-min-rate", help: "bytes per second a request body must average past --body-timeout-seconds (default 1024)"),
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
         OptionSpec("metrics-listen", help: "HOST:PORT of a separate listener for Prometheus (GET /metrics); off by default, never the public port"),
         OptionSpec("audit-retention-days", help: "days the audit trail is kept (default 730)"),
@@ -177,6 +187,9 @@ public struct ServerConfiguration: Sendable {
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
         configuration.maxConnectionsPerIP = try options.integer("max-connections-per-ip", default: 1024, range: 0...1_000_000)
         configuration.maxBufferedBodyBytes = try options.integer("max-buffered-body-mb", default: 128, range: 8...65_536) << 20
+        configuration.headTimeoutSeconds = try options.integer("head-timeout-seconds", default: 10, range: 1...600)
+        configuration.bodyTimeoutSeconds = try options.integer("body-timeout-seconds", default: 10, range: 1...600)
+        configuration.bodyMinRate = try options.integer("body-min-rate", default: 1024, range: 1...(1 << 30))
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.mediaQuotaMB = try options.integer("media-quota-mb", default: 512, range: 1...1_048_576)
         configuration.auditRetentionDays = try options.integer("audit-retention-days", default: 730, range: 1...36500)

@@ -86,7 +86,7 @@ public final class RealtimeFeed: Sendable {
         case endSession(String)
         case received(WebSocketConnection, String, InboundBudget)
         case call([CallDirective])
-        /// A `portaria_calls` notification from another instance (decision 0040).
+        /// A `portaria_calls` notification from another instance (decision 0056).
         case relayed(String)
         /// The calls' last directives before a stop; `done` runs once they are performed.
         case endCalls([CallDirective], done: @Sendable () -> Void)
@@ -98,7 +98,7 @@ public final class RealtimeFeed: Sendable {
 
     /// Video calls between the gate page and the device that answered (decision 0009).
     let calls: LiveCallRegistry
-    /// Names this process in the calls it owns across instances (decision 0040).
+    /// Names this process in the calls it owns across instances (decision 0056).
     public let instanceID: String
 
     private let stream: AsyncStream<Command>
@@ -242,7 +242,7 @@ private final class FeedState {
     /// scanning every socket on each join.
     var socketsPerKey: [String: Int] = [:]
 
-    // MARK: Calls across instances (PostgreSQL; decision 0040)
+    // MARK: Calls across instances (PostgreSQL; decision 0056)
 
     /// Whether other instances may hold a call's other participant.
     let relaysCalls: Bool
@@ -334,7 +334,7 @@ private final class FeedState {
                 (try EventLog.since(db, companyID: companyID, seq: since, limit: window + 1), try EventLog.prunedThrough(db))
             } : ([], 0)
             if since > member.lastDelivered || missed.count > window || since < prunedThrough {
-                // Too far back, pruned (decision 0050), or a seq this log never issued: the
+                // Too far back, pruned (decision 0055), or a seq this log never issued: the
                 // client reconciles over REST.
                 connection.send(text: JSONValue.object(["type": .string("resync_required"),
                                                         "seq": .number(Double(member.lastDelivered))]).jsonText)
@@ -546,7 +546,7 @@ private final class FeedState {
         }
     }
 
-    // MARK: Calls across instances (decision 0040)
+    // MARK: Calls across instances (decision 0056)
 
     /// On PostgreSQL a call's state lives on one instance: the first that holds one of its
     /// participants and claims it in `calls`. Returns whether this instance owns it; if
@@ -805,7 +805,7 @@ private final class FeedState {
 }
 
 /// Which call a frame for a participant travels under to the instances holding that
-/// participant's other sockets (decision 0040): the frame's own call — a resident may take
+/// participant's other sockets (decision 0056): the frame's own call — a resident may take
 /// part in two calls owned here (two visits at once), and a frame of one must not travel
 /// under the other's id. An error frame that names no visit goes with the first owned call
 /// (by visit id) in which the participant is connected elsewhere.

@@ -46,7 +46,7 @@ public struct VisitService: Sendable {
     let media: MediaStore
     let idempotency: IdempotencyStore
     let log: Log
-    /// This instance's push worker, for the gate POST's first rings (decision 0048).
+    /// This instance's push worker, for the gate POST's first rings (decision 0058).
     public let pushHandOff = PushHandOff()
     /// Called after a change that makes a ring step due now (a decline).
     let wakeScheduler: @Sendable () -> Void

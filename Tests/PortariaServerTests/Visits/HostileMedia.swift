@@ -1,9 +1,8 @@
 import Foundation
 
-/// Crafted uploads of the crash class of issue 9: numbers read from the file that used
-/// to reach arithmetic that traps (overflow, `Int(_:)` of NaN or of a huge Double,
-/// `Int64(_:)` of a UInt64 over 2^63). Each crashed `portaria serve` before the parsers
-/// used checked arithmetic. The same bytes are the `crash-*` seeds of
+/// Crafted uploads whose numbers, read from the file, reach arithmetic that traps unless
+/// it is checked (overflow, `Int(_:)` of NaN or of a huge Double, `Int64(_:)` of a UInt64
+/// over 2^63): each would stop `portaria serve` without the parsers' checked arithmetic. The same bytes are the `crash-*` seeds of
 /// `fuzz/corpus/media-voice/` (written by `scripts/fuzz --make-seeds`), which the
 /// end-to-end test posts to the real binary.
 enum HostileMedia {
