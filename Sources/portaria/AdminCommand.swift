@@ -18,6 +18,9 @@ enum AdminCommand {
           rotate-jwt-key [--secrets-key-file F]   (default: the secrets key in --data-dir, as serve keeps it)
           push-test      --user U [--text T]   sends a test push to each of U's devices (APNs/FCM options as for serve)
           list           companies|users|units|gates|sectors|memberships
+          audit          [--company C] [--since ISO] [--until ISO]   the audit trail, oldest first (all companies without --company)
+          export-user    --user U   everything the database holds about U, as JSON (LGPD)
+          erase-user     --user U   removes U's personal data; the audit trail keeps the facts under a pseudonym (LGPD)
         C, U, S and L may be ids or names; permissions: \(Permission.catalogue.sorted().joined(separator: ", "))
         Passwords: --password-file F (first line) or PORTARIA_PASSWORD; --password P still works but any
         user of the machine can read it in ps.
@@ -35,6 +38,7 @@ enum AdminCommand {
         OptionSpec("unit", help: ""), OptionSpec("users", help: ""), OptionSpec("text", help: ""),
         OptionSpec("provider", help: "", hidden: true), OptionSpec("count", help: "", hidden: true),
         OptionSpec("concurrency", help: "", hidden: true), OptionSpec("secrets-key-file", help: ""), OptionSpec("data-dir", help: ""),
+        OptionSpec("since", help: ""), OptionSpec("until", help: ""),
     ] + ServerConfiguration.serveOptions.filter { pushOptionNames.contains($0.name) }
 
     /// The serve options `push-test` shares, read from the environment like serve does.
@@ -75,6 +79,18 @@ enum AdminCommand {
         func report(_ message: String, _ fields: [String: JSONValue]) {
             print(json ? JSONValue.object(fields).jsonText : message)
         }
+        /// An administration change, in the audit trail under the `cli` role.
+        func audit(_ name: String, company: String? = nil, object: (type: String, id: String)? = nil, subject: String? = nil,
+                   detail: [String: JSONValue] = [:]) async throws {
+            let entry = AuditEntry(companyID: company, actorUserID: nil, actorRole: "cli", action: "admin." + name,
+                                   objectType: object?.type, objectID: object?.id, subjectUserID: subject, detail: detail, at: Date())
+            try await database.write { db in try AuditLog.append(db, entry) }
+        }
+        func date(_ name: String) throws -> Date? {
+            guard let text = options.value(name) else { return nil }
+            guard let date = Timestamp.parse(text) else { throw UsageError("--\(name) must be an ISO 8601 timestamp (2026-01-31T00:00:00Z)") }
+            return date
+        }
         /// The password from --password-file, PORTARIA_PASSWORD or (warned) --password.
         func password() throws -> String? {
             if let file = options.value("password-file") {
@@ -93,27 +109,33 @@ enum AdminCommand {
                 let id = try await directory.createCompany(name: name, gateLat: try double("gate-lat"), gateLon: try double("gate-lon"),
                                                            radius: try double("gate-radius") ?? 50,
                                                            timezone: options.value("timezone") ?? "America/Sao_Paulo")
+                try await audit("create_company", company: id, object: ("company", id))
                 report("created company \(name) (\(id))", ["id": .string(id), "name": .string(name)])
             case "create-unit":
                 let company = try await directory.companyID(try required("company"))
                 let label = try required("label")
                 let id = try await directory.createUnit(company: company, label: label)
+                try await audit("create_unit", company: company, object: ("unit", id))
                 report("created unit \(label) (\(id))", ["id": .string(id), "label": .string(label)])
             case "create-gate":
                 let company = try await directory.companyID(try required("company"))
                 let (id, token) = try await directory.createGate(company: company, token: options.value("token"),
                                                                  name: options.value("name") ?? "Portão principal")
+                try await audit("create_gate", company: company, object: ("gate", id))
                 report("created gate \(token) (\(id)); its page is /gate/\(token)", ["id": .string(id), "token": .string(token)])
             case "create-user":
                 let username = try required("username")
                 let id = try await directory.createUser(username: username, name: try required("name"), phone: options.value("phone"),
                                                         password: try password(),
                                                         master: options.flag("master"), driver: options.flag("driver"))
+                try await audit("create_user", object: ("user", id), subject: id)
                 report("created user \(username) (\(id))", ["id": .string(id), "username": .string(username)])
             case "create-sector":
                 let company = try await directory.companyID(try required("company"))
                 let name = try required("name")
                 let id = try await directory.createSector(company: company, name: name, permissions: list("permissions"))
+                try await audit("create_sector", company: company, object: ("sector", id),
+                                detail: ["permissions": .array(list("permissions").map(JSONValue.string))])
                 report("created sector \(name) (\(id))", ["id": .string(id), "name": .string(name)])
             case "add-member":
                 let user = try await directory.userID(try required("user"))
@@ -123,12 +145,16 @@ enum AdminCommand {
                 var sectors: [String] = []
                 for sector in list("sectors") { sectors.append(try await directory.sectorID(company: company, sector)) }
                 try await directory.addMember(user: user, company: company, units: units, sectors: sectors, permissions: list("permissions"))
+                try await audit("add_member", company: company, object: ("user", user), subject: user,
+                                detail: ["units": .array(units.map(JSONValue.string)), "sectors": .array(sectors.map(JSONValue.string)),
+                                         "permissions": .array(list("permissions").map(JSONValue.string))])
                 report("membership updated", ["user_id": .string(user), "company_id": .string(company)])
             case "grant":
                 let user = try await directory.userID(try required("user"))
                 let company = try await directory.companyID(try required("company"))
                 let permission = try required("permission")
                 try await directory.grant(user: user, company: company, permission: permission)
+                try await audit("grant", company: company, object: ("user", user), subject: user, detail: ["permission": .string(permission)])
                 report("granted \(permission)", ["user_id": .string(user), "permission": .string(permission)])
             case "set-password":
                 let user = try await directory.userID(try required("user"))
@@ -143,6 +169,7 @@ enum AdminCommand {
                 var users: [String] = []
                 for user in list("users") { users.append(try await directory.userID(user)) }
                 try await directory.setRingOrder(unit: unit, users: users)
+                try await audit("set_ring_order", company: company, object: ("unit", unit), detail: ["users": .array(users.map(JSONValue.string))])
                 report("ring order set", ["unit_id": .string(unit), "users": .array(users.map(JSONValue.string))])
             case "rotate-jwt-key":
                 // The same key serve uses (made and wrapping now on a database from before).
@@ -158,6 +185,49 @@ enum AdminCommand {
                 return try await PushBench.run(configuration: configuration, provider: try required("provider"),
                                                count: try options.integer("count", default: 20_000, range: 1...10_000_000),
                                                concurrency: try options.integer("concurrency", default: 200, range: 1...10_000))
+            case "audit":
+                var company: String?
+                if let name = options.value("company") { company = try await directory.companyID(name) }
+                let (since, until) = (try date("since"), try date("until"))
+                var records: [AuditLog.Record] = []
+                var cursor: Int64?
+                // Newest first in pages, printed oldest first.
+                while true {
+                    let page = try await database.read { [company, cursor] db in
+                        try AuditLog.list(db, companyID: company, since: since, until: until, before: cursor, limit: 1000)
+                    }
+                    records += page
+                    guard page.count == 1000, let last = page.last else { break }
+                    cursor = last.id
+                }
+                records.reverse()
+                if json {
+                    print(JSONValue.array(records.map(\.json)).jsonText)
+                } else {
+                    for record in records {
+                        let entry = record.entry
+                        var line = "\(Timestamp.format(entry.at))  \(entry.action)  \(entry.actorRole)"
+                        if let actor = entry.actorUserID { line += " \(actor)" }
+                        if let type = entry.objectType { line += "  \(type) \(entry.objectID ?? "-")" }
+                        if let subject = entry.subjectUserID, subject != entry.actorUserID { line += "  about \(subject)" }
+                        if let device = entry.device { line += "  device \(device)" }
+                        if let address = entry.address, !address.isEmpty { line += "  from \(address)" }
+                        if !entry.detail.isEmpty { line += "  " + JSONValue.object(entry.detail).jsonText }
+                        print(line)
+                    }
+                }
+            case "export-user":
+                let user = try await directory.userID(try required("user"))
+                print(try await PersonalData.export(database, userID: user).jsonText)
+            case "erase-user":
+                let user = try await directory.userID(try required("user"))
+                guard let erased = try await PersonalData.erase(database, userID: user) else {
+                    CommandLineTool.fail("portaria admin erase-user: no such user")
+                    return 65
+                }
+                report("erased \(user): audit facts kept under \(erased.pseudonym) (\(erased.auditRowsPseudonymized) row(s))",
+                       ["user_id": .string(user), "pseudonym": .string(erased.pseudonym),
+                        "audit_rows_pseudonymized": .number(Double(erased.auditRowsPseudonymized))])
             case "list":
                 guard let kind = options.positional.first else { throw UsageError("list what? companies, users, units, gates, sectors or memberships") }
                 let rows = try await directory.list(kind)

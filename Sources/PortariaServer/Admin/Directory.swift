@@ -159,9 +159,13 @@ public struct Directory: Sendable {
             try db.execute("UPDATE users SET password_hash = ? WHERE id = ?", .text(hash), .text(user))
             // Every server's cached bearer checks for this user go with the commit (decision 0043).
             try AuthChange.record(.user(user), in: db)
-            return try db.execute("""
+            let ended = try db.execute("""
                 UPDATE sessions SET revoked_at = ?, revoked_reason = 'password_changed' WHERE user_id = ? AND revoked_at IS NULL
                 """, .date(now), .text(user))
+            try AuditLog.append(db, AuditEntry(actorUserID: nil, actorRole: "cli", action: "account.password_set",
+                                               objectType: "user", objectID: user, subjectUserID: user,
+                                               detail: ["sessions_ended": .number(Double(ended))], at: now))
+            return ended
         }
     }
 

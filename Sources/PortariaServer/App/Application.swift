@@ -24,6 +24,8 @@ public final class Application: Sendable {
     public let vapidPublicKey: [UInt8]
     /// Starts and stops every part of the process in one order (decision 0029).
     private let lifecycle: Lifecycle
+    /// The Prometheus listener (`--metrics-listen`), nil when off.
+    let metricsServer: MetricsServer?
     let log: Log
 
     /// Builds the process in dependency order, each part given what it needs when it is
@@ -44,8 +46,14 @@ public final class Application: Sendable {
         // before it creates, migrates or seeds anything.
         let router = Router()
         server = try Self.boundServer(router: router, configuration, log: log)
+        let scraped = Locked<(any SQLDatabase)?>(nil)
+        let metricsServer = try configuration.metricsListen.map { address in
+            try MetricsServer(host: address.host, port: address.port, database: { scraped.current }, log: log)
+        }
+        self.metricsServer = metricsServer
         let storage = try await OpenedDatabase(configuration, log: log)
         database = storage.database
+        scraped.withLock { $0 = storage.database }
         for warning in configuration.warnings { log.warning(warning) }
         let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile,
                                                    dataDirectory: configuration.dataDirectory, log: log)
@@ -78,7 +86,8 @@ public final class Application: Sendable {
         }
         lifecycle = Lifecycle(Self.components(storage: storage, push: push, runsPushWorker: configuration.runsPushWorker,
                                               pushWake: pushWake, auth: auth, visits: visits, server: server,
-                                              webSockets: webSockets, listener: listener, feed: feed), log: log)
+                                              webSockets: webSockets, listener: listener, feed: feed)
+                                 + Self.metricsComponents(metricsServer, log: log), log: log)
         registerRoutes(on: router, auth: auth, authenticator: authenticator, vapid: push.vapid)
     }
 
@@ -95,6 +104,7 @@ public final class Application: Sendable {
         http.bodyGrace = .seconds(configuration.bodyTimeoutSeconds)
         http.bodyBytesPerSecond = configuration.bodyMinRate
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
+        http.metrics = configuration.metricsListen == nil ? nil : .shared
         let server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
         return server
@@ -193,6 +203,7 @@ public final class Application: Sendable {
         visits.gateRingLimit = configuration.gateRingLimit
         visits.dataDirectory = configuration.dataDirectory
         visits.retentionDays = configuration.retentionDays
+        visits.auditRetentionDays = configuration.auditRetentionDays
         visits.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
         return visits
     }
@@ -275,12 +286,23 @@ public final class Application: Sendable {
         ]
     }
 
+    /// The metrics listener starts last (everything it reads exists) and stops first.
+    static func metricsComponents(_ metrics: MetricsServer?, log: Log) -> [LifecycleComponent] {
+        guard let metrics else { return [] }
+        return [LifecycleComponent("metrics listener", start: {
+            try metrics.server.start()
+            log.info("metrics listening", ["host": .string(metrics.server.configuration.host),
+                                           "port": .number(Double(metrics.server.port))])
+        }, stop: { await metrics.server.shutdown(gracePeriod: .seconds(2), handlerGrace: .seconds(2)) })]
+    }
+
     /// Every capability's routes, once every part exists.
     private func registerRoutes(on router: Router, auth: AuthService, authenticator: Authenticator, vapid: VAPIDKeys) {
         DeviceRoutes(store: DeviceStore(database: database), authenticator: authenticator,
                      webPushHosts: configuration.webPushHosts).register(on: router)
         WebPushRoutes(vapid: vapid).register(on: router)
         PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
+        AuditRoutes(database: database, authenticator: authenticator).register(on: router)
         SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
             .register(on: router)
         StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)

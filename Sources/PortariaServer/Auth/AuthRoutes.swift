@@ -18,7 +18,7 @@ struct AuthRoutes {
             .json(try await auth.verifyOTP(try request.decode(OTPVerifyRequest.self), clientAddress: request.limitAddress))
         }
         router.post("/v1/auth/generate_access_token") { request in
-            .json(try await auth.generateAccessToken(try request.decode(GenerateAccessTokenRequest.self)))
+            .json(try await auth.generateAccessToken(try request.decode(GenerateAccessTokenRequest.self), clientAddress: request.clientAddress))
         }
         router.post("/v1/auth/refresh") { request in
             .json(try await auth.refresh(try request.decode(RefreshRequest.self)))
@@ -27,13 +27,13 @@ struct AuthRoutes {
             var revoked = false
             if request.header("authorization") != nil {
                 let (_, sessionID) = try await authenticator.authenticate(request)
-                try await auth.revokeSession(id: sessionID, reason: "logout")
+                try await auth.revokeSession(id: sessionID, reason: "logout", address: request.clientAddress)
                 revoked = true
             }
             if !request.body.isEmpty {
                 let body = try request.decode(LogoutRequest.self)
                 if let token = body.refreshToken {
-                    try await auth.revokeSession(forRefreshToken: token, reason: "logout")
+                    try await auth.revokeSession(forRefreshToken: token, reason: "logout", address: request.clientAddress)
                     revoked = true
                 }
             }

@@ -144,21 +144,27 @@ public struct AuthService: Sendable {
         let valid = await hasher.verify(body.password, against: usable)
         guard valid, let user else {
             log.info("login failed", ["ip": .string(clientAddress)])
+            // The account it aimed at, when there is one: an admin sees guesses at a member.
+            let failed = AuditEntry(actorUserID: nil, actorRole: "anonymous", action: "auth.login_failed", subjectUserID: user?.id,
+                                    address: clientAddress, detail: ["method": .string("password")], at: at)
+            try await database.write { db in try AuditLog.append(db, failed) }
             throw AuthError.invalidCredentials
         }
         try await limiter.forgive(reset: [pairBucket], undo: [ipBucket, accountBucket])
-        return try await issueSession(for: user)
+        return try await issueSession(for: user, method: "password", address: clientAddress)
     }
 
     static func rateLimited(retryAfter: Int) -> AuthError { .rateLimited(retryAfter: retryAfter) }
 
     /// Starts a session (refresh-token family) and answers with the login body.
-    func issueSession(for user: UserRecord) async throws -> LoginResponse {
+    func issueSession(for user: UserRecord, method: String, address: String) async throws -> LoginResponse {
         let sessionID = UUID().uuidString.lowercased()
         let refresh = Crypto.opaqueToken()
         let issuedAt = now()
+        let audit = AuditEntry(actorUserID: user.id, actorRole: "user", action: "auth.login", objectType: "session", objectID: sessionID,
+                               address: address, detail: ["method": .string(method)], at: issuedAt)
         try await sessions.start(sessionID: sessionID, userID: user.id, refreshTokenHash: Crypto.tokenHash(refresh),
-                                 at: issuedAt, lifetime: Self.sessionLifetime)
+                                 at: issuedAt, lifetime: Self.sessionLifetime, audit: audit)
         return try await loginBody(user: user, sessionID: sessionID, refreshToken: refresh, issuedAt: issuedAt)
     }
 
@@ -198,8 +204,15 @@ public struct AuthService: Sendable {
 
     // MARK: Logout
 
-    public func revokeSession(id: String, reason: String) async throws {
-        try await sessions.revoke(sessionID: id, reason: reason, at: now())
+    /// `address`: a person's logout from that address, recorded in the audit trail;
+    /// nil for the server's own revocations.
+    public func revokeSession(id: String, reason: String, address: String? = nil) async throws {
+        let at = now()
+        let audit = address.map { address in
+            AuditEntry(actorUserID: nil, actorRole: "user", action: "auth.logout", objectType: "session", objectID: id,
+                       address: address, at: at)
+        }
+        try await sessions.revoke(sessionID: id, reason: reason, at: at, audit: audit)
         sessionEnded(id)
     }
 
@@ -210,9 +223,9 @@ public struct AuthService: Sendable {
 
     /// Ends the session a refresh token belongs to (logout by body); a token this server
     /// never issued is `AuthError.unknownRefreshToken`.
-    public func revokeSession(forRefreshToken token: String, reason: String) async throws {
+    public func revokeSession(forRefreshToken token: String, reason: String, address: String? = nil) async throws {
         guard let sessionID = try await sessionID(forRefreshToken: token) else { throw AuthError.unknownRefreshToken }
-        try await revokeSession(id: sessionID, reason: reason)
+        try await revokeSession(id: sessionID, reason: reason, address: address)
     }
 
     // MARK: SMS one-time codes
@@ -327,6 +340,10 @@ public struct AuthService: Sendable {
         let presented = codeHash(phone: phone, code: body.code)
         guard try await codes.consumeCode(phone: phone, presented: presented, at: at, maxAttempts: Self.otpMaxAttempts),
               let user = try await accounts.user(phone: phone), !user.disabled else {
+            let subject = try await accounts.user(phone: phone)?.id
+            let failed = AuditEntry(actorUserID: nil, actorRole: "anonymous", action: "auth.login_failed", subjectUserID: subject,
+                                    address: clientAddress, detail: ["method": .string("otp")], at: at)
+            try await database.write { db in try AuditLog.append(db, failed) }
             throw AuthError.invalidOTPCode
         }
         try await limiter.undo(phoneBucket)
@@ -335,7 +352,7 @@ public struct AuthService: Sendable {
         return OTPVerifyResponse(otpToken: token)
     }
 
-    public func generateAccessToken(_ body: GenerateAccessTokenRequest) async throws -> LoginResponse {
+    public func generateAccessToken(_ body: GenerateAccessTokenRequest, clientAddress: String = "") async throws -> LoginResponse {
         try require(!body.otpToken.isEmpty && body.otpToken.utf8.count <= 512, field: "otp_token", "otp_token is invalid")
         let hash = Crypto.tokenHash(body.otpToken)
         let at = now()
@@ -343,6 +360,6 @@ public struct AuthService: Sendable {
               let user = try await accounts.user(id: userID), !user.disabled else {
             throw AuthError.invalidOTPToken
         }
-        return try await issueSession(for: user)
+        return try await issueSession(for: user, method: "otp", address: clientAddress)
     }
 }

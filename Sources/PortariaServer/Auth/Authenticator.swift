@@ -7,6 +7,8 @@ public struct Caller: Sendable {
     public var sessionID: String
     public var membership: CompanyMembership
     public var permissions: Set<String>
+    /// The client's address (after `--trusted-proxies`), for the audit trail.
+    public var address: String = ""
 
     public var companyID: String { membership.company.id }
     /// The caller's own units (a resident's household). Typed: a path value that is not
@@ -136,7 +138,7 @@ public struct Authenticator: Sendable {
         }
         guard let membership else { throw HTTPError.notFound("company not found") }
         let caller = Caller(user: user, sessionID: sessionID, membership: membership,
-                            permissions: membership.effectivePermissions)
+                            permissions: membership.effectivePermissions, address: request.clientAddress)
         if let permission, !caller.has(permission) {
             throw HTTPError.forbidden("missing permission \(permission)")
         }

@@ -55,12 +55,15 @@ struct SessionStore: Sendable {
     // MARK: Starting, rotating and ending sessions
 
     /// A new session (refresh-token family) for `userID` with its first refresh token.
-    func start(sessionID: String, userID: String, refreshTokenHash: String, at: Date, lifetime: TimeInterval) async throws {
+    /// `audit`: the login's entry, committed with the session.
+    func start(sessionID: String, userID: String, refreshTokenHash: String, at: Date, lifetime: TimeInterval,
+               audit: AuditEntry? = nil) async throws {
         try await database.write { db in
             try db.execute("INSERT INTO sessions (id, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
                            .text(sessionID), .text(userID), .date(at), .date(at.addingTimeInterval(lifetime)))
             try db.execute("INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)",
                            .text(refreshTokenHash), .text(sessionID), .date(at))
+            if let audit { try AuditLog.append(db, audit) }
         }
     }
 
@@ -101,11 +104,18 @@ struct SessionStore: Sendable {
         }
     }
 
-    func revoke(sessionID: String, reason: String, at: Date) async throws {
+    /// `audit`: the logout's entry (its actor filled in from the session), written only
+    /// when this call ended a live session.
+    func revoke(sessionID: String, reason: String, at: Date, audit: AuditEntry? = nil) async throws {
         try await database.write { db in
-            try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
-                           .date(at), .text(reason), .text(sessionID))
+            let ended = try db.execute("UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+                                       .date(at), .text(reason), .text(sessionID))
             try AuthChange.record(.session(sessionID), in: db)
+            if ended > 0, var audit,
+               let userID = try db.queryOne("SELECT user_id FROM sessions WHERE id = ?", .text(sessionID))?.string("user_id") {
+                audit.actorUserID = userID
+                try AuditLog.append(db, audit)
+            }
         }
     }
 

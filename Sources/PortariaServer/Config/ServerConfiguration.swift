@@ -81,6 +81,10 @@ public struct ServerConfiguration: Sendable {
     public var runsPushWorker = true
     /// Where the static pages (`Web/`) are read from.
     public var webDirectory: String?
+    /// The Prometheus listener (`GET /metrics`), never the public port; nil: none.
+    public var metricsListen: (host: String, port: UInt16)?
+    /// Days the audit trail is kept, apart from the visits' media (`retentionDays`).
+    public var auditRetentionDays = 730
 
     public init() {}
 
@@ -124,6 +128,8 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("body-timeout-seconds", help: "a request body gets this many seconds after its head, plus 1 s per --body-min-rate bytes (default 10)"),
         OptionSpec("body-min-rate", help: "bytes per second a request body must average past --body-timeout-seconds (default 1024)"),
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
+        OptionSpec("metrics-listen", help: "HOST:PORT of a separate listener for Prometheus (GET /metrics); off by default, never the public port"),
+        OptionSpec("audit-retention-days", help: "days the audit trail is kept (default 730)"),
         OptionSpec("media-quota-mb", help: "MiB of photos and voice messages one company's visitors may store per 24 h (default 512)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
@@ -201,6 +207,14 @@ public struct ServerConfiguration: Sendable {
         configuration.bodyMinRate = try options.integer("body-min-rate", default: 1024, range: 1...(1 << 30))
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.mediaQuotaMB = try options.integer("media-quota-mb", default: 512, range: 1...1_048_576)
+        configuration.auditRetentionDays = try options.integer("audit-retention-days", default: 730, range: 1...36500)
+        if let listen = options.value("metrics-listen") {
+            let address = try MetricsListenAddress.parse(listen)
+            if address.overlaps(host: configuration.host, port: configuration.port) {
+                throw UsageError("--metrics-listen \(listen) is the public listener (--host \(configuration.host) --port \(configuration.port)); give the metrics their own port")
+            }
+            configuration.metricsListen = (address.host, address.port)
+        }
         configuration.otpLimits.firstResendGap = TimeInterval(try options.integer("otp-resend-gap-seconds", default: 30, range: 0...3600))
         configuration.otpLimits.failuresPerPhonePerDay = try options.integer("otp-failures-per-day", default: 10, range: 1...1000)
         configuration.defaultCountryCode = try options.integer("default-country-code", default: 55, range: 1...999)

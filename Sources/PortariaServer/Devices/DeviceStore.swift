@@ -70,7 +70,10 @@ public struct DeviceStore: Sendable {
     /// - A user has at most `maxDevicesPerUser` rows: a new one replaces the user's oldest
     ///   device whose push token is no longer active (moved, unregistered); with none, 409
     ///   `DEVICE_LIMIT_REACHED`.
-    public func register(userID: String, _ registration: DeviceRegistration) async throws -> (DeviceRecord, created: Bool) {
+    /// `audit`: the trail's entry for a new installation (its object id filled in here),
+    /// written in the registering transaction; renewals are not audited.
+    public func register(userID: String, _ registration: DeviceRegistration,
+                         audit: AuditEntry? = nil) async throws -> (DeviceRecord, created: Bool) {
         let at = now()
         let registration = registration
         let cap = maxDevicesPerUser
@@ -145,6 +148,11 @@ public struct DeviceStore: Sendable {
             }
             let row = try db.queryOne("SELECT * FROM devices WHERE id = ?", .text(id))
             guard let row else { throw StorageError.failed("device \(id) vanished") }
+            if existing == nil, var audit {
+                audit.objectID = id
+                audit.device = registration.installationID
+                try AuditLog.append(db, audit)
+            }
             return (try DeviceRecord(row), existing == nil)
         }
         do {
@@ -169,9 +177,16 @@ public struct DeviceStore: Sendable {
     }
 
     /// Deletes the caller's own device; returns false when there is none of theirs with that id.
-    public func delete(id: DeviceID, userID: String) async throws -> Bool {
+    public func delete(id: DeviceID, userID: String, audit: AuditEntry? = nil) async throws -> Bool {
         try await database.write { db in
-            try db.execute("DELETE FROM devices WHERE id = ? AND user_id = ?", .id(id), .text(userID)) == 1
+            let installation = try db.queryOne("SELECT installation_id FROM devices WHERE id = ? AND user_id = ?",
+                                               .id(id), .text(userID))?.string("installation_id")
+            guard try db.execute("DELETE FROM devices WHERE id = ? AND user_id = ?", .id(id), .text(userID)) == 1 else { return false }
+            if var audit {
+                audit.device = installation
+                try AuditLog.append(db, audit)
+            }
+            return true
         }
     }
 }

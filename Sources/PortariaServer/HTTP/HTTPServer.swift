@@ -34,6 +34,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var listenBacklog: Int = 4096
     /// Peers whose `X-Forwarded-For` names the client (`--trusted-proxies`).
     public var trustedProxies: TrustedProxies = .none
+    /// Where answered requests are counted (`--metrics-listen`); nil counts nothing (the
+    /// metrics listener itself, tests).
+    public var metrics: ServerMetrics?
     public init() {}
 }
 

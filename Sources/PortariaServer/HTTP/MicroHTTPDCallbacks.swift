@@ -326,6 +326,8 @@ func portariaRequestCompleted(
         "status": .number(Double(context.status)),
         "latency_ms": .number((milliseconds * 1000).rounded() / 1000),
     ]
+    context.server.configuration.metrics?.requestCompleted(method: context.request.method, route: context.route,
+                                                           status: context.status, seconds: milliseconds / 1000)
     let code = portaria_mhd_termination_code(reason)
     if code != 0 { fields["termination"] = .string(terminationReason(code)) }
     context.server.log.info("request", fields)

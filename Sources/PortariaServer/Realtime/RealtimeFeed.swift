@@ -362,6 +362,7 @@ private final class FeedState {
         }
         companies[companyID]!.members[key] = member
         companyOf[key] = companyID
+        ServerMetrics.shared.realtimeSockets.add(1)
         socketsPerKey[limitKey, default: 0] += 1
         if let peer = member.peer { socketsPerPeer[peer, default: 0] += 1 }
         // From here every commit reaches this socket. Saying so lets a client (and a test)
@@ -396,6 +397,7 @@ private final class FeedState {
     func leave(_ connection: WebSocketConnection) async {
         let key = ObjectIdentifier(connection)
         guard let companyID = companyOf.removeValue(forKey: key) else { return }
+        ServerMetrics.shared.realtimeSockets.add(-1)
         let removed = companies[companyID]?.members.removeValue(forKey: key)
         let peer = removed?.peer
         if let subscriber = removed?.subscriber {

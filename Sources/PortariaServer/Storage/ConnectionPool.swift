@@ -66,7 +66,11 @@ final class ConnectionPool<Connection: AnyObject>: @unchecked Sendable {
 
     func withConnection<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let job = Job(run: { connection in continuation.resume(with: Result { try body(connection) }) },
+            let job = Job(run: { connection in
+                              let result = Result { try body(connection) }
+                              if case .failure(let error) = result { ServerMetrics.shared.databaseFailed(error) }
+                              continuation.resume(with: result)
+                          },
                           fail: { error in continuation.resume(throwing: error) })
             let ready: Result<Connection, any Error>? = state.withLock { state in
                 if state.closed { return .failure(StorageError.unavailable("database closed")) }

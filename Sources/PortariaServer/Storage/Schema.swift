@@ -43,6 +43,32 @@ public enum Schema {
             .init("CREATE INDEX otp_codes_expires ON otp_codes (expires_at)"),
             .init("CREATE INDEX otp_tokens_expires ON otp_tokens (expires_at)"),
         ]),
+        Migration(version: 14, name: "audit_log", statements: auditLog),
+    ]
+
+    /// The audit trail (decision 0091): append-only facts of who decided, answered, logged
+    /// in or changed what. No foreign keys: a row outlives the visit, device or account it
+    /// names (LGPD erasure replaces the person's id with a pseudonym, the fact stays).
+    static let auditLog: [Migration.Statement] = [
+        .table(autoincrementing: "id") { id in """
+            CREATE TABLE audit_log (
+                \(id),
+                at BIGINT NOT NULL,
+                company_id TEXT,
+                actor_user_id TEXT,
+                actor_role TEXT NOT NULL,
+                action TEXT NOT NULL,
+                object_type TEXT,
+                object_id TEXT,
+                subject_user_id TEXT,
+                device TEXT,
+                address TEXT,
+                detail TEXT NOT NULL DEFAULT '{}')
+            """ },
+        .init("CREATE INDEX audit_log_company ON audit_log (company_id, id)"),
+        .init("CREATE INDEX audit_log_actor ON audit_log (actor_user_id)"),
+        .init("CREATE INDEX audit_log_subject ON audit_log (subject_user_id)"),
+        .init("CREATE INDEX audit_log_at ON audit_log (at)"),
     ]
 
     /// Video calls across instances on PostgreSQL (decision 0056): which instance owns

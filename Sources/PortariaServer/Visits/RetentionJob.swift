@@ -12,6 +12,8 @@ public actor RetentionJob {
     let clock: any TimeSource
     let media: MediaStore
     let days: Int
+    /// The audit trail's own retention (`--audit-retention-days`, decision 0091).
+    let auditDays: Int
     let log: Log
     private let loop = BackgroundTask()
 
@@ -28,17 +30,20 @@ public actor RetentionJob {
         public var refreshTokens = 0
         public var otpCodes = 0
         public var otpTokens = 0
+        public var auditRows = 0
     }
 
     /// Rows deleted per transaction for the tables that grow with every visit: a first
     /// sweep over a year of history must not hold the write lock for minutes.
     static let batchSize = 1000
 
-    init(database: any SQLDatabase, clock: any TimeSource, dataDirectory: String, days: Int, log: Log = .shared) {
+    init(database: any SQLDatabase, clock: any TimeSource, dataDirectory: String, days: Int, auditDays: Int = 730,
+         log: Log = .shared) {
         self.database = database
         self.clock = clock
         self.media = MediaStore(root: dataDirectory)
         self.days = days
+        self.auditDays = auditDays
         self.log = log
     }
 
@@ -71,6 +76,8 @@ public actor RetentionJob {
         var report = swept
         (report.events, report.pushJobs, report.pushAttempts) = try await pruneLogs(now: now)
         (report.sessions, report.refreshTokens) = try await pruneSessions(now: now)
+        let auditCutoff = now.addingTimeInterval(-Double(auditDays) * 86_400)
+        report.auditRows = try await inBatches { db, limit in [try AuditLog.prune(db, before: auditCutoff, batch: limit)] }[0]
         log.info("retention sweep", ["retention_days": .number(Double(days)), "photos_deleted": .number(Double(report.photos)),
                                      "voice_messages_deleted": .number(Double(report.voiceMessages)),
                                      "locations_deleted": .number(Double(report.locations)),
@@ -82,7 +89,8 @@ public actor RetentionJob {
                                      "sessions_deleted": .number(Double(report.sessions)),
                                      "refresh_tokens_deleted": .number(Double(report.refreshTokens)),
                                      "otp_codes_deleted": .number(Double(report.otpCodes)),
-                                     "otp_tokens_deleted": .number(Double(report.otpTokens))])
+                                     "otp_tokens_deleted": .number(Double(report.otpTokens)),
+                                     "audit_rows_deleted": .number(Double(report.auditRows))])
         return report
     }
 

@@ -47,7 +47,14 @@ struct UnitSettingsService: Sendable {
         for (index, id) in settings.ringOrder.enumerated() {
             try require(seen.insert(id).inserted, field: "ring_order[\(index)]", "ring_order[\(index)] repeats a resident")
         }
-        return try await store.update(unitID: unitID, companyID: caller.companyID, settings: settings)
+        // Who rings, in which order: the first thing asked after a missed visit.
+        let audit = AuditLog.entry(caller, "unit.settings_change", objectType: "unit", objectID: unitID.rawValue,
+                                   detail: ["delivery_rule": .string(settings.deliveryRule.rawValue),
+                                            "ring_mode": .string(settings.ringMode.rawValue),
+                                            "ring_step_seconds": .number(Double(settings.ringStepSeconds)),
+                                            "ring_window_seconds": .number(Double(settings.ringWindowSeconds)),
+                                            "ring_order": .array(settings.ringOrder.map(JSONValue.string))], at: Date())
+        return try await store.update(unitID: unitID, companyID: caller.companyID, settings: settings, audit: audit)
     }
 
     static let fields: Set<String> = ["delivery_rule", "ring_order", "ring_mode", "ring_step_seconds", "ring_window_seconds"]
@@ -88,7 +95,8 @@ struct UnitSettingsStore: Sendable {
 
     /// Replaces the settings in one commit, after checking every ring order entry is a
     /// resident (`UnitSettingsError.notAResident`, nothing written).
-    func update(unitID: UnitID, companyID: String, settings: UnitSettings) async throws -> UnitSettingsResponse {
+    func update(unitID: UnitID, companyID: String, settings: UnitSettings,
+                audit: AuditEntry? = nil) async throws -> UnitSettingsResponse {
         return try await database.write { db in
             guard try db.queryOne("SELECT id FROM units WHERE id = ? AND company_id = ?" + db.dialect.forUpdate,
                                   .id(unitID), .text(companyID)) != nil else { throw UnitSettingsError.unitNotFound }
@@ -106,6 +114,7 @@ struct UnitSettingsStore: Sendable {
                                .id(unitID), .integer(Int64(position)), .text(id))
             }
             guard let response = try Self.load(db, unitID: unitID, companyID: companyID) else { throw UnitSettingsError.unitNotFound }
+            if let audit { try AuditLog.append(db, audit) }
             return response
         }
     }

@@ -15,6 +15,8 @@ public struct VisitsConfiguration: Sendable {
     public var dataDirectory = "./portaria-data"
     /// Photos, voice messages and visitor locations older than this are deleted.
     public var retentionDays = 90
+    /// Days the audit trail is kept (`--audit-retention-days`).
+    public var auditRetentionDays = 730
     /// Unresolved visits expire after this.
     public var visitLifetime: TimeInterval = 24 * 3600
     /// Unknown gate tokens one address may try per `gateGuessWindow`; past that, every
@@ -293,6 +295,11 @@ public struct VisitService: Sendable {
                      .text(geofence.status.rawValue), geofence.distanceM.map { .integer(Int64($0)) } ?? .null,
                      .text(rule.rawValue), .text(mode.rawValue), .date(now.addingTimeInterval(TimeInterval(window))),
                      .text(Crypto.tokenHash(token)), .date(now.addingTimeInterval(lifetime)), .date(now), .date(now))
+            // The call from the gate, in the trail with the decisions that answer it.
+            try AuditLog.append(db, AuditEntry(companyID: gate.companyID, actorUserID: nil, actorRole: "visitor", action: "visit.create",
+                                               objectType: "visit", objectID: id, address: rateLimit?.address,
+                                               detail: ["gate_id": .string(gate.id), "unit_id": .string(request.unitID),
+                                                        "kind": .string(request.kind.rawValue)], at: now))
             guard let row = try VisitStore.load(db, id: visitID) else { throw StorageError.failed("visit vanished") }
             var data: [String: JSONValue] = ["visitor_name": .string(row.visitorName),
                                              "geofence": .object(["status": .string(geofence.status.rawValue),
@@ -640,6 +647,11 @@ public struct VisitService: Sendable {
             do {
                 let outcome = try VisitEngine.apply(db, row: row, event: event,
                                                     source: EventSource(user: me, deviceID: call?.deviceID, channel: via.rawValue), at: now)
+                // The decision and its audit row commit together (decision 0091).
+                var detail: [String: JSONValue] = [:]
+                if action == .resolve, let body = resolve { detail = ["action": .string(body.action.rawValue), "via": .string(via.rawValue)] }
+                try AuditLog.append(db, AuditLog.entry(caller, "visit.\(action.rawValue)", objectType: "visit", objectID: visitID,
+                                                       device: call?.deviceID, detail: detail, at: now))
                 return .init(status: 200, body: Self.encode(try VisitStore.dto(db, outcome.row)), events: outcome.events)
             } catch let error as VisitTransitionError {
                 // A decided outcome, stored and replayed like a success.

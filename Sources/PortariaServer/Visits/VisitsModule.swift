@@ -23,7 +23,7 @@ public final class VisitsModule: Sendable {
                                     beforeIdempotentWork: beforeIdempotentWork)
         self.scheduler = scheduler
         self.retention = RetentionJob(database: database, clock: clock, dataDirectory: configuration.dataDirectory,
-                                      days: configuration.retentionDays, log: log)
+                                      days: configuration.retentionDays, auditDays: configuration.auditRetentionDays, log: log)
         self.bus = bus
         self.settings = UnitSettingsService(database: database)
         self.authenticator = authenticator

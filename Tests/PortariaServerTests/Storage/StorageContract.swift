@@ -35,7 +35,7 @@ enum StorageContract {
         ContractCheck("reads see committed data only", readsSeeCommittedDataOnly),
         ContractCheck("a snapshot read does not see a commit made while it runs", snapshotReadIsOneSnapshot),
         ContractCheck("ping answers; a closed database is .unavailable", pingAndClose),
-    ]
+    ] + AuditStorageContract.checks
 
     // MARK: Migrations
 

@@ -176,6 +176,8 @@ struct ClaimedPush: Sendable {
     var userID: String
     var visitID: String?
     var attempt: Int
+    /// When the job was enqueued (for a first ring: the gate POST's transaction).
+    var createdAt: Date?
 }
 
 /// The outbox's state transitions: every write to `push_jobs` and
@@ -232,7 +234,8 @@ extension PushOutbox {
             return ClaimedPush(push: OutgoingPush(pushID: id, kind: kind, platform: platform, tokenKind: tokenKind,
                                                   token: token, message: message, deadline: deadline, attempt: attempt,
                                                   ackToken: ackTokens[id]),
-                               deviceID: deviceID, userID: userID, visitID: try row.string("visit_id"), attempt: attempt)
+                               deviceID: deviceID, userID: userID, visitID: try row.string("visit_id"), attempt: attempt,
+                               createdAt: try row.date("created_at"))
         }
     }
 

@@ -287,6 +287,10 @@ public final class PushWorker: Sendable {
             result = PushResult(outcome: .failed, reason: "deadline passed before sending")
             await record(job, provider: provider.name, result: result, expired: true, started: started)
         } else {
+            if job.push.kind == .visitRing, job.attempt == 1, let created = job.createdAt {
+                let seconds = started.timeIntervalSince(created)
+                if seconds >= 0 && seconds < 3600 { ServerMetrics.shared.ringPush.observe(seconds) }
+            }
             result = await provider.send(job.push)
             await record(job, provider: provider.name, result: result, expired: false, started: started)
         }
@@ -355,6 +359,8 @@ public final class PushWorker: Sendable {
             // The lease will run out and another pass will retry the job.
             log.error("recording a push attempt failed", ["push_id": .string(job.push.pushID), "error": .string("\(error)")])
         }
+        ServerMetrics.shared.pushAttempted(provider: provider, outcome: expired ? "expired" : result.outcome.rawValue,
+                                           reason: result.reason)
         let level: Log.Level = result.outcome == .accepted ? .info : .warning
         log.write(level, "push attempt", ["push_id": .string(job.push.pushID), "kind": .string(job.push.kind.rawValue),
                                           "provider": .string(provider), "attempt": .number(Double(job.attempt)),
