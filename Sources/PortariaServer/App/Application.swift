@@ -269,7 +269,10 @@ public final class Application: Sendable {
                      webPushHosts: configuration.webPushHosts).register(on: router)
         WebPushRoutes(vapid: vapid).register(on: router)
         PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
-        SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
+        var listenerConnected: (@Sendable () -> Bool)?
+        if let listener { listenerConnected = { listener.isConnected } }
+        SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath(),
+                     listenerConnected: listenerConnected)
             .register(on: router)
         StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)
         if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }

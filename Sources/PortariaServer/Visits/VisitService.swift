@@ -60,7 +60,7 @@ public struct VisitService: Sendable {
         self.clock = clock
         self.bus = bus
         self.configuration = configuration
-        self.media = MediaStore(root: configuration.dataDirectory)
+        self.media = MediaStore(root: configuration.dataDirectory, faults: StorageFaultWatch(store: "media directory", log: log))
         self.idempotency = IdempotencyStore(database: database)
         self.log = log
     }

@@ -78,7 +78,13 @@ final class PostgresConnection: SQLConnection {
         case "23503": throw StorageError.foreignKeyViolation(message)
         case "23514": throw StorageError.checkViolation(message)
         case "40001", "40P01", "55P03": throw StorageError.conflict(message)
-        case let state where state.hasPrefix("08") || state.hasPrefix("57P"):
+        // disk_full: the server's disk, not the request, is at fault.
+        case "53100": throw StorageError.full(message)
+        // Connection exceptions, admin shutdown / crash shutdown / cannot connect now
+        // (a restart), insufficient resources (too many connections, out of memory) and a
+        // read-only transaction (a standby, or default_transaction_read_only during a
+        // failover): faults of the moment that a retry outlives.
+        case let state where state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") || state == "25006":
             resetIfBroken()
             throw StorageError.unavailable(message)
         default:

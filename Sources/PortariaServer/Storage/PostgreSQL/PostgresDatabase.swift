@@ -9,8 +9,11 @@ public final class PostgresDatabase: SQLDatabase {
     public let dialect = SQLDialect.postgres
     private let pool: ConnectionPool<PostgresConnection>
     let conninfo: String
+    /// Logs where a fault (server unreachable, restarting, read-only) starts and ends.
+    public let faults: StorageFaultWatch
+    public var faultWatch: StorageFaultWatch? { faults }
 
-    public init(url: String, poolSize: Int = 8) async throws {
+    public init(url: String, poolSize: Int = 8, log: Log = .shared) async throws {
         conninfo = Self.withDefaults(url)
         let info = conninfo
         // Connecting blocks; do it off the cooperative pool.
@@ -18,6 +21,7 @@ public final class PostgresDatabase: SQLDatabase {
             let first = try PostgresConnection(conninfo: info)
             return UncheckedBox([first] + (try (1..<max(1, poolSize)).map { _ in try PostgresConnection(conninfo: info) }))
         }.value
+        faults = StorageFaultWatch(store: "database", log: log)
         pool = ConnectionPool(connections: connections, label: "portaria.postgres")
     }
 
@@ -29,40 +33,40 @@ public final class PostgresDatabase: SQLDatabase {
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await pool.withConnection { connection in
+        try await faults.watching(write: false) { try await pool.withConnection { connection in
             connection.resetIfBroken()
             return try body(connection)
-        }
+        } }
     }
 
     public func readSnapshot<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await pool.withConnection { connection in
+        try await faults.watching(write: false) { try await pool.withConnection { connection in
             connection.resetIfBroken()
             // REPEATABLE READ: every statement sees the snapshot taken by the first one.
             try connection.simple("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             defer { try? connection.simple("COMMIT") }
             return try body(connection)
-        }
+        } }
     }
 
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await pool.withConnection { connection in
+        try await faults.watching(write: true) { try await pool.withConnection { connection in
             connection.resetIfBroken()
             return try inTransaction(begin: "BEGIN", on: connection, execute: connection.simple) { try body(connection) }
-        }
+        } }
     }
 
     @discardableResult
     public func writeNotDurable<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await pool.withConnection { connection in
+        try await faults.watching(write: true) { try await pool.withConnection { connection in
             connection.resetIfBroken()
             return try inTransaction(begin: "BEGIN", on: connection, execute: connection.simple) {
                 // Transaction-scoped: the pooled connection is back to the default after COMMIT.
                 try connection.simple("SET LOCAL synchronous_commit = off")
                 return try body(connection)
             }
-        }
+        } }
     }
 
     public func ping() async throws {

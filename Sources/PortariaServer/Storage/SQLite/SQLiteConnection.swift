@@ -24,6 +24,9 @@ final class SQLiteConnection: SQLConnection {
         try execute("PRAGMA foreign_keys = ON", [])
     }
 
+    /// Rows changed by this connection since it opened (`StorageFaultWatch.watchingWrite`).
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
@@ -42,7 +45,14 @@ final class SQLiteConnection: SQLConnection {
             default: throw StorageError.failed(message)
             }
         case SQLITE_BUSY, SQLITE_LOCKED: throw StorageError.conflict(message)
-        case SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_FULL, SQLITE_CORRUPT, SQLITE_NOTADB:
+        case SQLITE_FULL: throw StorageError.full(message)
+        case SQLITE_IOERR:
+            // A write that found no room fails as an I/O error (the WAL could not grow);
+            // the errno behind it tells a full disk or quota from a failing one.
+            let systemError = sqlite3_system_errno(handle)
+            if systemError == ENOSPC || systemError == EDQUOT { throw StorageError.full(message) }
+            throw StorageError.unavailable(message)
+        case SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_NOTADB:
             throw StorageError.unavailable(message)
         default: throw StorageError.failed("\(message) [\(sql.prefix(80))]")
         }
