@@ -33,7 +33,7 @@ final class SQLiteConnection: SQLConnection {
     }
 
     /// Every SQLite return code goes through here.
-    private func check(_ code: Int32, _ sql: String) throws {
+    fileprivate func check(_ code: Int32, _ sql: String) throws {
         guard code != SQLITE_OK && code != SQLITE_ROW && code != SQLITE_DONE else { return }
         let message = String(cString: sqlite3_errmsg(handle))
         switch code & 0xFF {
@@ -130,6 +130,23 @@ final class SQLiteConnection: SQLConnection {
             rows.append(SQLRow(columns: columns, values: values))
         }
         return rows
+    }
+
+    /// Copies this database, page by page, into `destination` with SQLite's online backup
+    /// API: a consistent snapshot while a server keeps writing (a step that meets the
+    /// writer's lock waits and goes on; a write meanwhile restarts the copy, which SQLite
+    /// does by itself).
+    func backup(into destination: SQLiteConnection) throws {
+        guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
+            throw StorageError.failed("backup: \(String(cString: sqlite3_errmsg(destination.handle)))")
+        }
+        var code: Int32
+        repeat {
+            code = sqlite3_backup_step(backup, 256)
+            if code == SQLITE_BUSY || code == SQLITE_LOCKED { usleep(20_000) }
+        } while code == SQLITE_OK || code == SQLITE_BUSY || code == SQLITE_LOCKED
+        let finished = sqlite3_backup_finish(backup)
+        try destination.check(code == SQLITE_DONE ? finished : code, "backup")
     }
 
     /// Statements that must not go through the cache (transaction control, pragmas with results).
