@@ -131,7 +131,8 @@ final class TestServer: @unchecked Sendable {
         process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0",
                              "--database", "sqlite://" + directory.appendingPathComponent("portaria.db").path,
                              "--data-dir", directory.appendingPathComponent("data").path] + arguments
-        process.environment = PortariaBinary.environment(environment)
+        // Tests read the per-request lines, which --demo otherwise writes at debug level.
+        process.environment = PortariaBinary.environment(["PORTARIA_REQUEST_LOG": "info"].merging(environment) { $1 })
         process.currentDirectoryURL = directory
         process.standardOutput = FileHandle(forWritingAtPath: directory.appendingPathComponent("stdout").path)
             ?? FileHandle.nullDevice

@@ -89,6 +89,7 @@ public final class Application: Sendable {
         http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
         http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
+        http.requestLogLevel = configuration.requestLogLevel
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         let server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()

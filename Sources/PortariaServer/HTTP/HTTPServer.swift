@@ -29,6 +29,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var listenBacklog: Int = 4096
     /// Peers whose `X-Forwarded-For` names the client (`--trusted-proxies`).
     public var trustedProxies: TrustedProxies = .none
+    /// The level of the one log line per request (`--request-log`).
+    public var requestLogLevel: Log.Level = .info
     public init() {}
 }
 
