@@ -155,6 +155,38 @@ struct StorageFaultTests {
         #expect(Self.lines(log, containing: "handler failed") == 0)
     }
 
+    @Test("a full media directory answers a visitor's photo 507 INSUFFICIENT_STORAGE; the same photo is taken once space returns")
+    func mediaDirectoryFull() async throws {
+        let disk = try Self.mountSmallDisk(megabytes: 1)
+        defer {
+            umount2(disk.path, Int32(MNT_DETACH))
+            try? FileManager.default.removeItem(at: disk)
+        }
+        // The database has room; only the media directory is full.
+        let server = try await TestServer.start(["--demo", "--data-dir", disk.appendingPathComponent("data").path])
+        defer { Task { [server] in await server.stop() } }
+        let (visit, visitorToken) = try await RealtimeTests.ring(server)
+        let filler = disk.appendingPathComponent("filler").path
+        try Self.fill(filler)
+        let jpeg = Array(try Data(contentsOf: HostileUploadTests.root.appendingPathComponent("fuzz/corpus/media-photo/valid.jpg")))
+        func upload() async throws -> RawResponse {
+            try await server.request("POST", "/v1/visitor/visit/photo",
+                                     headers: [("Authorization", "Bearer \(visitorToken)"), ("Content-Type", "image/jpeg")], body: jpeg)
+        }
+        for _ in 0..<3 { try Self.expectFault(try await upload(), status: 507, code: .insufficientStorage) }
+        try FileManager.default.removeItem(atPath: filler)
+        let stored = try await upload()
+        #expect(stored.status == 200, "\(stored.status) \(stored.text)")
+        let session = try await RealtimeTests.login(server, "maria")
+        let read = try await server.request("GET", "/v1/visits/\(visit)",
+                                            headers: [("Authorization", "Bearer \(session.token)"), ("X-Company-Id", session.companyID)])
+        #expect(read.status == 200)
+        let log = server.log
+        #expect(Self.lines(log, containing: "media directory is full") == 1, "\(log.suffix(3000))")
+        #expect(Self.lines(log, containing: "media directory recovered") == 1, "\(log.suffix(3000))")
+        #expect(Self.lines(log, containing: "handler failed") == 0)
+    }
+
     // MARK: PostgreSQL refusing connections, then read-only
 
     @Test("PostgreSQL unreachable, then read-only: 503 DATABASE_UNAVAILABLE with Retry-After, /readyz 503, recovery without restart")
