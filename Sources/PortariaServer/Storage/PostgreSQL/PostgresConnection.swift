@@ -26,12 +26,18 @@ final class PostgresConnection: SQLConnection {
     deinit { PQfinish(handle) }
 
     var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// Statements that succeeded and reconnections made, since the connection opened:
+    /// `PostgresDatabase` tells from them whether a failed job ran nothing before its
+    /// connection turned out dead (and may run again on the reconnected one).
+    private(set) var succeededStatements = 0
+    private(set) var reconnections = 0
 
     /// Reconnects a connection the server dropped; prepared statements died with it.
     func resetIfBroken() {
         guard PQstatus(handle) != CONNECTION_OK else { return }
         PQreset(handle)
         prepared.removeAll()
+        reconnections += 1
     }
 
     private static func firstLine(_ text: String) -> String {
@@ -69,7 +75,11 @@ final class PostgresConnection: SQLConnection {
             throw StorageError.unavailable("postgres: \(Self.firstLine(String(cString: PQerrorMessage(handle))))")
         }
         let status = PQresultStatus(result)
-        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return result }
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+            // A ROLLBACK after a failure ran nothing of the job.
+            if sql != "ROLLBACK" { succeededStatements += 1 }
+            return result
+        }
         let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
         let message = Self.firstLine(String(cString: PQresultErrorMessage(result)))
         PQclear(result)
