@@ -189,7 +189,7 @@ struct StorageFaultTests {
 
     // MARK: PostgreSQL refusing connections, then read-only
 
-    @Test("PostgreSQL unreachable, then read-only: 503 DATABASE_UNAVAILABLE with Retry-After, /readyz 503, recovery without restart")
+    @Test("PostgreSQL unreachable, then read-only: 503 DATABASE_UNAVAILABLE with Retry-After, /readyz 503 (also for a missing migration), recovery without restart")
     func postgresUnavailable() async throws {
         guard EndToEndPostgres.url != nil else { return }
         let database = try #require(try EndToEndPostgres.create())
@@ -247,6 +247,18 @@ struct StorageFaultTests {
             (try? await Self.readiness(server).status) == 200
         })
         try await Self.ringUntilLogged(server, unit: unit, "database recovered", count: 2, from: 350, accepted: &accepted)
+
+        // 3. A schema behind this binary (a migration missing): not ready, and says so.
+        let removed = try SecurityPostgres.query(database.url,
+            "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations) RETURNING version || ',' || name || ',' || applied_at")
+        let behind = try await Self.readiness(server)
+        #expect(behind.status == 503)
+        #expect(behind.checks["migrations"] == "pending", "\(behind.checks)")
+        let parts = removed.split(separator: ",", maxSplits: 2).map(String.init)
+        try #require(parts.count == 3)
+        _ = try SecurityPostgres.query(database.url,
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (\(parts[0]), '\(parts[1])', \(parts[2])) RETURNING version")
+        #expect(try await Self.readiness(server).status == 200)
 
         try await Self.expectAllKept(server, accepted)
         let log = server.log
