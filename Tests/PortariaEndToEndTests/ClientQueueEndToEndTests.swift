@@ -486,27 +486,4 @@ struct ClientCommandsEndToEndTests {
             #expect(after.stderr.contains("not logged in"), "\(after.stderr)")
         }
     }
-
-    @Test("without --home, state lives under $HOME/.portaria, or $XDG_STATE_HOME/portaria when that is set")
-    func stateFollowsTheEnvironment() async throws {
-        try await TestServer.with(["--demo"]) { server in
-            let home = try makeTemporaryDirectory("client-home")
-            let state = try makeTemporaryDirectory("client-state")
-            defer {
-                try? FileManager.default.removeItem(at: home)
-                try? FileManager.default.removeItem(at: state)
-            }
-            let login = ["client", "login", "--url", server.baseURL.absoluteString, "--username", "maria",
-                         "--password", "demo1234", "--company", "Residencial Demo"]
-            let inHome = try await runPortaria(login, environment: ["HOME": home.path])
-            #expect(inHome.status == 0, "\(inHome.stderr)")
-            #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent(".portaria/session.json").path))
-            let companies = try await runPortaria(["client", "companies"], environment: ["HOME": home.path])
-            #expect(companies.status == 0, "the next command finds the session in $HOME: \(companies.stderr)")
-
-            let inState = try await runPortaria(login, environment: ["HOME": home.path, "XDG_STATE_HOME": state.path])
-            #expect(inState.status == 0, "\(inState.stderr)")
-            #expect(FileManager.default.fileExists(atPath: state.appendingPathComponent("portaria/session.json").path))
-        }
-    }
 }
