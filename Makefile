@@ -3,9 +3,10 @@
 #   make test   every test, PostgreSQL ones included (throw-away cluster), then the same
 #               suite under AddressSanitizer (SANITIZE=address|thread|all, empty to skip)
 #   make test-repeat N=10   the whole suite N times from a fresh clone
-# Also: make build, make bench, make conformance, make soak, make sanitize, make clean,
-#   make bootstrap, make fuzz (each libFuzzer target FUZZ_SECONDS, default 300), make
-#   fuzz-short (30 s each), make screenshots (docs/screenshots, the README tour).
+# Also: make ios-typecheck (the iOS shell type-checked on Linux), make build, make bench,
+#   make conformance, make soak, make sanitize, make clean, make bootstrap, make fuzz (each
+#   libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each), make
+#   screenshots (docs/screenshots, the README tour).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -31,7 +32,7 @@ E2E_WIDTH ?= 8
 # empty to skip (`SANITIZE= make test`, `SANITIZE= make test-repeat`).
 SANITIZE ?= address
 
-.PHONY: run test test-repeat sanitize build bench bench-instances conformance soak clean bootstrap fuzz fuzz-short screenshots
+.PHONY: ios-typecheck run test test-repeat sanitize build bench bench-instances conformance soak clean bootstrap fuzz fuzz-short screenshots
 
 bootstrap:
 	@scripts/bootstrap
@@ -52,6 +53,7 @@ run: build
 test: bootstrap
 	@start=$$(date +%s); status=0; \
 	$(SWIFT) build --build-tests || status=$$?; \
+	if ((status == 0)); then scripts/ios-typecheck --skip-build --self-check || status=$$?; fi; \
 	if ((status == 0)); then \
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
 	  scripts/with-postgres -- bash -c '$(SWIFT) test --skip-build --no-parallel --filter "^(PortariaCoreTests|PortariaClientTests|PortariaServerTests)\." \
@@ -66,6 +68,12 @@ test: bootstrap
 	printf '\nmake test: %s in %dm%02ds\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
 	  $$((elapsed / 60)) $$((elapsed % 60)); \
 	exit $$status
+
+# Every Swift file of the iOS shell (PortariaClientApple, Apps/iOS) type-checked in Swift 6
+# mode against stand-ins for Apple's frameworks (docs/ios.md); `make test` runs it first,
+# with a self-check that a planted type error in each folder fails it.
+ios-typecheck:
+	@scripts/ios-typecheck --self-check
 
 # The whole suite N times from a fresh clone of HEAD (a flaky test is a failing test).
 N ?= 10

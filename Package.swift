@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "PortariaCore", targets: ["PortariaCore"]),
         .library(name: "PortariaClient", targets: ["PortariaClient"]),
         .library(name: "PortariaClientApple", targets: ["PortariaClientApple"]),
+        .library(name: "PortariaClientAppleShared", targets: ["PortariaClientAppleShared"]),
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages; module map + shim.h each)
@@ -38,10 +39,14 @@ let package = Package(
         // wslay/OpenSSL are not system libraries on iOS: depend on it only where it is used.
         .target(name: "PortariaClient",
                 dependencies: ["PortariaCore", .target(name: "PortariaWebSocket", condition: .when(platforms: [.linux]))]),
-        // CallKit, PushKit, UserNotifications, Keychain, LocalAuthentication, URLSession
-        // WebSocket and AVAudioSession adapters for the iOS app. Every file is wrapped in
-        // `#if canImport(…)`, so on Linux this target compiles to nothing.
-        .target(name: "PortariaClientApple", dependencies: ["PortariaClient", "PortariaCore"]),
+        // The iOS app's adapters to Apple's frameworks. Every file is wrapped in
+        // `#if canImport(…)`, so on Linux both targets compile to nothing (scripts/ios-typecheck
+        // checks them against stand-ins). PortariaClientAppleShared is what an app extension
+        // may link (Keychain, App Group defaults, the Notification Service Extension's worker:
+        // no CallKit, no UIApplication.shared, no BGTaskScheduler); PortariaClientApple adds
+        // CallKit, PushKit, notifications, background tasks and the URLSession WebSocket.
+        .target(name: "PortariaClientAppleShared", dependencies: ["PortariaClient", "PortariaCore"]),
+        .target(name: "PortariaClientApple", dependencies: ["PortariaClient", "PortariaCore", "PortariaClientAppleShared"]),
         .executableTarget(name: "portaria", dependencies: ["PortariaServer", "PortariaClient", "PortariaWebSocket"]),
         // `make bench`: load generators that print figures (WebSocket fan-out, ...).
         .executableTarget(name: "portaria-bench", dependencies: ["PortariaCore", "PortariaWebSocket", "PortariaServer"]),

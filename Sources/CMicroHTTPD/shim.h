@@ -1,6 +1,7 @@
 #ifndef PORTARIA_CMICROHTTPD_SHIM_H
 #define PORTARIA_CMICROHTTPD_SHIM_H
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -32,6 +33,8 @@ struct portaria_mhd_config {
     void *access_handler_cls;
     MHD_RequestCompletedCallback completed_handler;
     void *completed_handler_cls;
+    MHD_NotifyConnectionCallback connection_handler; /* accepted / about to be closed */
+    void *connection_handler_cls;
     portaria_mhd_log_fn log_sink;
 };
 
@@ -47,6 +50,7 @@ static inline struct MHD_Daemon *portaria_mhd_start(const struct portaria_mhd_co
         MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
         MHD_OPTION_NOTIFY_COMPLETED, c->completed_handler, c->completed_handler_cls,
+        MHD_OPTION_NOTIFY_CONNECTION, c->connection_handler, c->connection_handler_cls,
         MHD_OPTION_END);
 }
 
@@ -65,6 +69,25 @@ static inline const struct sockaddr *portaria_mhd_client_address(struct MHD_Conn
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info ? info->client_addr : NULL;
+}
+
+/* Whether a connection notification is the accept (else: the socket is about to close). */
+static inline bool portaria_mhd_notify_is_start(enum MHD_ConnectionNotificationCode code) {
+    return code == MHD_CONNECTION_NOTIFY_STARTED;
+}
+
+/* The socket of a connection (-1 if unknown). */
+static inline int portaria_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
+
+/* What the connection notification stored for this socket (NULL if nothing). */
+static inline void *portaria_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
 }
 
 /* The port actually bound (useful with port 0 in tests). */

@@ -3,10 +3,12 @@
 // button goes through CallKit) is the coordinator's, tested on Linux; this file only maps
 // its effects onto Apple's calls.
 //
-// iOS only: `AVAudioSession` is unavailable on macOS (API_UNAVAILABLE(macos)), and the
-// package also builds for macOS — `canImport(AVFAudio)` alone would be true there and the
-// file would not compile.
-#if os(iOS) && canImport(CallKit) && canImport(PushKit) && canImport(AVFAudio)
+// iOS only (`canImport(UIKit)`: iOS and Mac Catalyst, not macOS): `AVAudioSession` is
+// unavailable on macOS (API_UNAVAILABLE(macos)), and the package also builds for macOS —
+// `canImport(AVFAudio)` alone would be true there and the file would not compile. (Not
+// `os(iOS)`: the Linux type-check, scripts/ios-typecheck, compiles this file against
+// stand-in modules, and `os(…)` cannot be made true there.)
+#if canImport(CallKit) && canImport(PushKit) && canImport(AVFAudio) && canImport(UIKit)
 import AVFAudio
 import CallKit
 import Foundation
@@ -14,6 +16,7 @@ import Observation
 import PortariaClient
 import PortariaCore
 import PushKit
+import UIKit
 
 /// What the call service needs from the rest of the app.
 public struct CallServiceDependencies: Sendable {
@@ -58,14 +61,36 @@ public final class CallService: NSObject {
     @ObservationIgnored public var onVoIPToken: @MainActor (String) -> Void = { _ in }
     /// The coordinator changed (`ResidentAppModel.callsChanged`: which call screen is up).
     @ObservationIgnored public var onCallsChanged: @MainActor (IncomingCallCoordinator) -> Void = { _ in }
-    /// Answer actions CallKit waits on until the server accepts the answer.
+    /// The answer action being handled (fulfilled or failed by the coordinator's effects
+    /// before `provider(_:perform:)` returns; failed there if neither happened).
     @ObservationIgnored private var pendingAnswers: [UUID: CXAnswerCallAction] = [:]
-    @ObservationIgnored private var expiryTasks: [String: Task<Void, Never>] = [:]
+    /// The coordinator's timers (ring expiry, answer deadline), per visit and kind; each
+    /// removes itself when it fires, and a visit's are cancelled when its call ends.
+    @ObservationIgnored private var timers: [TimerKey: Task<Void, Never>] = [:]
+    private struct TimerKey: Hashable {
+        var visitID: String
+        var answer: Bool
+    }
+    /// Configures the audio session for a call (category, mode, options) without
+    /// activating it. The app sets it to go through WebRTC's `RTCAudioSession`, which must
+    /// know of every change; the default configures `AVAudioSession` directly.
+    @ObservationIgnored public var configureCallAudio: @MainActor () -> Void = {
+        try? AVAudioSession.sharedInstance().setCategory(.playAndRecord, mode: .videoChat, options: [.allowBluetooth, .defaultToSpeaker])
+    }
+    /// PushKit invalidated the VoIP token (`ResidentAppModel.voipTokenInvalidated`: the app
+    /// forgets it and Settings shows the problem until a new token arrives).
+    @ObservationIgnored public var onVoIPTokenInvalidated: @MainActor () -> Void = {}
     /// The call screens' view models, per visit.
     @ObservationIgnored private var screens: [String: CallViewModel] = [:]
 
+    /// CallKit's configuration. `iconTemplateImageData`: the gate glyph CallKit shows on
+    /// its call screen (the `CallKitIcon` image: a 40 pt single-colour template, alpha
+    /// only); `ringtoneSound`: `Ringtone.caf` from the app bundle when present (CallKit's
+    /// default ringtone otherwise).
     public static func configuration() -> CXProviderConfiguration {
         let configuration = CXProviderConfiguration()
+        configuration.iconTemplateImageData = UIImage(named: "CallKitIcon")?.pngData()
+        if Bundle.main.url(forResource: "Ringtone", withExtension: "caf") != nil { configuration.ringtoneSound = "Ringtone.caf" }
         configuration.supportsVideo = true
         // Privacy: the visitor's name must not land in the Phone app's recents (and iCloud).
         configuration.includesCallsInRecents = false
@@ -93,6 +118,18 @@ public final class CallService: NSObject {
         screens = [:]
     }
 
+    /// The user logged out: any call ends, and from now on a VoIP push (unregistering may
+    /// have failed offline) is reported and ended at once with nothing of the visit shown
+    /// (`IncomingCallCoordinator.isSignedIn`).
+    public func signedOut() {
+        for call in coordinator.calls.values where !call.phase.isEnded { handle(.callEnded(visitID: call.visitID)) }
+        for task in timers.values { task.cancel() }
+        timers = [:]
+        coordinator = IncomingCallCoordinator(myUserID: "", deviceID: coordinator.deviceID, timeZone: coordinator.timeZone)
+        screens = [:]
+        onCallsChanged(coordinator)
+    }
+
     /// Registers for VoIP pushes. Call at launch, every launch: iOS relaunches the app in
     /// the background for a VoIP push, and the registry must exist before the push is read.
     public func startVoIPRegistration() {
@@ -110,6 +147,11 @@ public final class CallService: NSObject {
         media?.submit(.coordinator(effects, calls: coordinator.calls))
         for (visitID, screen) in screens {
             if let record = coordinator.calls[visitID] { screen.update(record) }
+        }
+        // A call that ended needs none of its timers.
+        for (timer, task) in timers where coordinator.calls[timer.visitID]?.phase.isEnded ?? true {
+            task.cancel()
+            timers[timer] = nil
         }
         onCallsChanged(coordinator)
     }
@@ -177,14 +219,11 @@ public final class CallService: NSObject {
                 // The completion runs on the delegate queue (main here); @Sendable and a hop
                 // to the main actor keep that an assumption Swift does not have to trust.
                 provider.reportNewIncomingCall(with: callID, update: update) { @Sendable [weak self] error in
-                    guard error != nil, let service = self else { return }
-                    // Refused by the system (Do Not Disturb, blocked, a call already up):
-                    // the coordinator ends the call and the visit keeps ringing elsewhere.
-                    Task { @MainActor in
-                        guard let visitID = service.visitID(for: callID) else { return }
-                        service.message = ClientText.callNotShown
-                        service.handle(.callEnded(visitID: visitID))
-                    }
+                    // What the error means (a duplicate of a live call is not a refusal)
+                    // is the coordinator's rule; this only names CallKit's answer.
+                    let outcome = Self.reportOutcome(error)
+                    guard outcome != .shown else { return }
+                    Task { @MainActor in self?.handle(.callReported(callID: callID, outcome)) }
                 }
             case .reportCallEnded(let callID, let reason):
                 provider.reportCall(with: callID, endedAt: nil, reason: Self.endedReason(reason))
@@ -211,17 +250,13 @@ public final class CallService: NSObject {
                 // The socket is shared with Home; the app stops it when it goes to the background.
                 break
             case .scheduleRingExpiry(let visitID, let at):
-                expiryTasks[visitID]?.cancel()
-                expiryTasks[visitID] = Task {
-                    try? await Task.sleep(for: .seconds(max(0, at.timeIntervalSinceNow)))
-                    guard !Task.isCancelled else { return }
-                    self.handle(.ringExpired(visitID: visitID))
-                }
+                schedule(TimerKey(visitID: visitID, answer: false), at: at, .ringExpired(visitID: visitID))
+            case .scheduleAnswerTimeout(let visitID, let at):
+                schedule(TimerKey(visitID: visitID, answer: true), at: at, .answerTimedOut(visitID: visitID))
             case .configureAudioSession:
                 // Configure only: CallKit activates the session and says so in
                 // provider(_:didActivate:). Activating it ourselves breaks CallKit audio.
-                try? AVAudioSession.sharedInstance().setCategory(.playAndRecord, mode: .videoChat,
-                                                                 options: [.allowBluetooth, .defaultToSpeaker])
+                configureCallAudio()
             case .postAnswer(let visitID, let deviceID, let key):
                 post("answer", visitID: visitID, deviceID: deviceID, key: key, reportsBack: true)
             case .postDecline(let visitID, let deviceID, let key):
@@ -254,6 +289,23 @@ public final class CallService: NSObject {
                 for screen in screens.values { screen.show(sentence) }
             }
         }
+    }
+
+    private func schedule(_ timer: TimerKey, at: Date, _ event: CallEvent) {
+        timers[timer]?.cancel()
+        timers[timer] = Task {
+            try? await Task.sleep(for: .seconds(max(0, at.timeIntervalSinceNow)))
+            guard !Task.isCancelled else { return }
+            self.timers[timer] = nil
+            self.handle(event)
+        }
+    }
+
+    /// CallKit's answer to a report, named for the coordinator.
+    nonisolated static func reportOutcome(_ error: (any Error)?) -> CallReportOutcome {
+        guard let error else { return .shown }
+        if let callKit = error as? CXErrorCodeIncomingCallError, callKit.code == .callUUIDAlreadyExists { return .alreadyShown }
+        return .refused
     }
 
     private func acknowledge(pushID: String, ackToken: String?) {
@@ -305,7 +357,7 @@ public final class CallService: NSObject {
         if let event = status.coordinatorEvent(visitID: visitID) { handle(event) }
     }
 
-    static func endedReason(_ reason: CallEndReason) -> CXCallEndedReason {
+    static func endedReason(_ reason: PortariaClient.CallEndReason) -> CXCallEndedReason {
         switch reason {
         case .answeredElsewhere: return .answeredElsewhere
         case .declinedElsewhere: return .declinedElsewhere
@@ -342,8 +394,11 @@ extension CallService: @preconcurrency PKPushRegistryDelegate {
         completion()
     }
 
+    /// The token is dead: the app forgets it (the server retires it on APNs' answer and rings
+    /// this phone with an alert until PushKit issues a new token through didUpdate).
     public func pushRegistry(_ registry: PKPushRegistry, didInvalidatePushTokenFor type: PKPushType) {
-        // A new token follows in didUpdate; until then the server falls back to an alert ring.
+        guard type == .voIP else { return }
+        onVoIPTokenInvalidated()
     }
 }
 
@@ -353,11 +408,14 @@ extension CallService: @preconcurrency CXProviderDelegate {
         pendingAnswers.removeAll()
     }
 
+    /// Fulfilled at once for a ringing call (the coordinator's `.fulfillAnswer`; the
+    /// server's answer is awaited with its own deadline), failed otherwise — never left
+    /// for CallKit to time out.
     public func provider(_ provider: CXProvider, perform action: CXAnswerCallAction) {
         guard let visitID = visitID(for: action.callUUID) else { return action.fail() }
-        // Fulfilled or failed once the server accepts the answer (`.fulfillAnswer`).
         pendingAnswers[action.callUUID] = action
         handle(.userAnswered(visitID: visitID, idempotencyKey: UUID().uuidString.lowercased()))
+        pendingAnswers.removeValue(forKey: action.callUUID)?.fail()
     }
 
     public func provider(_ provider: CXProvider, perform action: CXEndCallAction) {
@@ -365,6 +423,14 @@ extension CallService: @preconcurrency CXProviderDelegate {
             handle(.userEnded(visitID: visitID, idempotencyKey: UUID().uuidString.lowercased()))
         }
         action.fulfill()
+    }
+
+    /// CallKit gave up waiting for an action. Answers are fulfilled at once, so this is a
+    /// backstop: an answer CallKit timed out is an answer that failed.
+    public func provider(_ provider: CXProvider, timedOutPerforming action: CXAction) {
+        guard let answer = action as? CXAnswerCallAction else { return }
+        pendingAnswers.removeValue(forKey: answer.callUUID)
+        if let visitID = visitID(for: answer.callUUID) { handle(.answerTimedOut(visitID: visitID)) }
     }
 
     /// Mute from either screen (CallKit's, or ours through `CXSetMutedCallAction`).

@@ -101,7 +101,7 @@ public final class NotificationCenterAdapter: NSObject {
     /// system would call it on a background queue and that check would trap.
     public func registerBackgroundSync() {
         let queue = dependencies.queue
-        BGTaskScheduler.shared.register(forTaskWithIdentifier: Self.syncTaskIdentifier, using: .main) { task in
+        _ = BGTaskScheduler.shared.register(forTaskWithIdentifier: Self.syncTaskIdentifier, using: .main) { task in
             let work = Task { @MainActor in
                 let reports = await queue.sync(until: Date().addingTimeInterval(Self.backgroundBudget))
                 for report in reports where report.isFinished { await Self.tell(report.sentence, visitID: report.item.visitID) }

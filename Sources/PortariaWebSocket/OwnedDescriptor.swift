@@ -6,9 +6,9 @@ import Glibc
 /// Descriptor numbers are reused at once: the lowest free number goes to the next
 /// `socket`, `open` or `accept` of *any* thread. A second `close` of a number therefore
 /// closes whatever took it in between — a SQLite database file or a PostgreSQL
-/// connection in another part of the process — which is how a test helper that closed a
-/// socket on a failed `connect` and again in its `deinit` broke unrelated database
-/// tests with "Bad file descriptor" and "disk I/O error".
+/// connection in another part of the process: a socket closed on a failed `connect` and
+/// again in its `deinit` breaks unrelated database work with "Bad file descriptor" and
+/// "disk I/O error".
 ///
 /// Being `~Copyable`, the value cannot be duplicated; `close()` and `release()` consume
 /// it, and whatever is left when the owner goes away is closed by `deinit`. So "who

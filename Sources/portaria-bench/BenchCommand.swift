@@ -16,7 +16,7 @@ enum BenchCommand {
                   --enable-bench-routes), reports the server's resident memory per idle
                   connection (from /proc/PID/status) and the latency of broadcasts to all N.
         realtime  the demo operator opens N sockets to /v1/realtime (server started with
-                  --realtime-connections-per-user ≥ N and --gate-limit 1000000); each visit
+                  --realtime-connections-per-user ≥ N and --gate-limit 1000000, and --unit-ring-limit and --gate-ring-limit as high); each visit
                   created at demo-gate is timed from before its POST to its visit.created
                   frame on every socket. --second-url: sockets on a second instance of the
                   same PostgreSQL database, visits created on the first (NOTIFY path).

@@ -2,7 +2,7 @@ import Foundation
 import PortariaCore
 import PortariaWebSocket
 
-/// `portaria-bench openloop` (issue 15, item 5): gate POSTs, then resolves, arriving at a
+/// `portaria-bench openloop`: gate POSTs, then resolves, arriving at a
 /// fixed rate whatever the server does — the way visitors and residents arrive. A closed
 /// loop (`visits`) slows down with the server and so hides its queueing; here a slow answer
 /// does not delay the next arrival, and latency is measured from when the request was

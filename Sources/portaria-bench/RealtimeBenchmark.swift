@@ -3,7 +3,7 @@ import Foundation
 import PortariaCore
 import PortariaWebSocket
 
-/// `portaria-bench realtime`: the product's own fan-out (issue #6). The demo operator opens
+/// `portaria-bench realtime`: the product's own fan-out. The demo operator opens
 /// N sockets to `/v1/realtime`; each measured visit is created at the public gate and timed
 /// from just before its POST to the arrival of its `visit.created` frame on every socket.
 /// With `--second-url`, the same again with the sockets on a second instance sharing the

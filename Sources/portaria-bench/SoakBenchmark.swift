@@ -4,7 +4,7 @@ import Glibc
 import PortariaCore
 import PortariaWebSocket
 
-/// `portaria-bench soak` (issue #9): a building's day compressed, for `--seconds`, against
+/// `portaria-bench soak`: a building's day compressed, for `--seconds`, against
 /// a `portaria serve --demo` whose APNs/FCM point at the local fakes (scripts/soak):
 ///
 /// - `--sockets` realtime sockets held open (half with a bearer, half with a one-time

@@ -1,7 +1,7 @@
 import Foundation
 import PortariaCore
 
-/// `portaria-bench visits` (issue #4): at `--concurrency` closed-loop clients,
+/// `portaria-bench visits`: at `--concurrency` closed-loop clients,
 ///  1. `GET /healthz` — the baseline: the same client, the same concurrency, one database read;
 ///  2. `POST /v1/gates/{gate}/visits` → 201 (visit, ring plan and ring job in one commit),
 ///     which also creates the visits the next step resolves;

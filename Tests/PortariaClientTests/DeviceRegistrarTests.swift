@@ -64,6 +64,21 @@ struct DeviceRegistrarTests {
         #expect(bodies.map(\.voipToken) == [Self.voipToken, Self.voipToken, Self.voipToken])
     }
 
+    @Test("after PushKit invalidates the VoIP token, the registration drops it until a new one comes")
+    func invalidatedVoipIsDropped() async throws {
+        let http = ScriptedHTTP()
+        http.then(Self.registered(http), Self.registered(http), Self.registered(http))
+        let registrar = DeviceRegistrar(http: http, state: InMemoryDeviceRegistrationState(), clock: VirtualClock())
+        _ = await registrar.register(DeviceFacts(platform: "ios"), pushToken: Self.apnsToken, voipToken: Self.voipToken, until: nil)
+        await registrar.voipTokenInvalidated()
+        #expect(await registrar.register(DeviceFacts(platform: "ios"), pushToken: Self.apnsToken, until: nil) == .registered(deviceID: "d-1"))
+        let newVoip = String(repeating: "cd", count: 32)
+        #expect(await registrar.register(DeviceFacts(platform: "ios"), pushToken: Self.apnsToken, voipToken: newVoip, until: nil)
+                == .registered(deviceID: "d-1"))
+        let bodies = try Self.bodies(http)
+        #expect(bodies.map(\.voipToken) == [Self.voipToken, nil, newVoip])
+    }
+
     @Test("retries through no network and 503 until accepted; a 400 is final")
     func retries() async throws {
         let http = ScriptedHTTP()

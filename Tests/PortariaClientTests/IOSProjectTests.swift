@@ -47,6 +47,45 @@ struct IOSProjectTests {
         #expect(yml.contains("APS_ENVIRONMENT: development") && yml.contains("APS_ENVIRONMENT: production"))
     }
 
+    @Test("privacy manifests: app and extension declare UserDefaults for the App Group (1C8F.1), no tracking, and ship as resources")
+    func privacyManifests() throws {
+        let yml = try String(contentsOf: Self.root.appendingPathComponent("project.yml"), encoding: .utf8)
+        for target in ["App", "NotificationService"] {
+            let manifest = try Self.plist("\(target)/PrivacyInfo.xcprivacy")
+            #expect(manifest["NSPrivacyTracking"] as? Bool == false, "\(target)")
+            let apis = try #require(manifest["NSPrivacyAccessedAPITypes"] as? [[String: Any]], "\(target)")
+            let defaults = apis.first { $0["NSPrivacyAccessedAPIType"] as? String == "NSPrivacyAccessedAPICategoryUserDefaults" }
+            #expect(defaults?["NSPrivacyAccessedAPITypeReasons"] as? [String] == ["1C8F.1"], "\(target)")
+            #expect(yml.contains("      - path: \(target)/PrivacyInfo.xcprivacy\n        buildPhase: resources"), "\(target)")
+        }
+    }
+
+    @Test("CallKit's icon template ships with the app (40 pt at @2x and @3x) and the provider configuration uses it")
+    func callKitIcon() throws {
+        for (scale, side) in [("2x", 80), ("3x", 120)] {
+            let png = try Data(contentsOf: Self.root.appendingPathComponent("App/CallKitIcon@\(scale).png"))
+            #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "@\(scale) is a PNG")
+            let width = png[16..<20].reduce(0) { $0 << 8 | Int($1) }
+            #expect(width == side, "@\(scale)")
+        }
+        let service = try String(contentsOf: Self.root.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/PortariaClientApple/CallService.swift"), encoding: .utf8)
+        #expect(service.contains(#"iconTemplateImageData = UIImage(named: "CallKitIcon")"#))
+    }
+
+    @Test("the extension links only extension-safe adapters; both targets name every package product they import")
+    func extensionLinksNoCallKit() throws {
+        let yml = try String(contentsOf: Self.root.appendingPathComponent("project.yml"), encoding: .utf8)
+        let service = try #require(yml.range(of: "  PortariaNotificationService:")).lowerBound
+        let app = String(yml[..<service]), ext = String(yml[service...])
+        for product in ["PortariaCore", "PortariaClient", "PortariaClientAppleShared", "PortariaClientApple"] {
+            #expect(app.contains("product: \(product)\n"), "app: \(product)")
+        }
+        #expect(!ext.contains("product: PortariaClientApple\n"), "the extension must not link CallKit/UIApplication adapters")
+        #expect(ext.contains("product: PortariaClientAppleShared\n") && ext.contains("product: PortariaCore\n"))
+        #expect(ext.contains("APPLICATION_EXTENSION_API_ONLY: YES"))
+    }
+
     @Test("the extension is a Notification Service Extension; the bundle id is the server's APNs topic")
     func serviceExtension() throws {
         let info = try Self.plist("NotificationService/Info.plist")

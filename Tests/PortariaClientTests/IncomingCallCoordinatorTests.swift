@@ -131,12 +131,13 @@ struct IncomingCallCoordinatorTests {
 
     /// (name, events, expected effects of the last event, expected phase)
     static let flowCases: [(String, [CallEvent], [CallEffect], CallPhase)] = [
-        ("answer: configure audio (never activate) and POST /answer with the device id",
+        ("answer: configure audio (never activate), fulfil CallKit's action at once, POST /answer with the device id, arm its deadline",
          [.userAnswered(visitID: visitID, idempotencyKey: "key-a")],
-         [.configureAudioSession, .postAnswer(visitID: visitID, deviceID: device, idempotencyKey: "key-a")], .answering),
+         [.configureAudioSession, .fulfillAnswer(visitCall), .postAnswer(visitID: visitID, deviceID: device, idempotencyKey: "key-a"),
+          .scheduleAnswerTimeout(visitID: visitID, at: now.addingTimeInterval(IncomingCallCoordinator.answerTimeout))], .answering),
         ("answer accepted before CallKit activated audio: join, but no media yet",
          [.userAnswered(visitID: visitID, idempotencyKey: "k"), .answerAccepted(visitID: visitID)],
-         [.fulfillAnswer(visitCall), .joinCall(visitID: visitID)], .connecting),
+         [.joinCall(visitID: visitID)], .connecting),
         ("then CallKit activates audio: media starts",
          [.userAnswered(visitID: visitID, idempotencyKey: "k"), .answerAccepted(visitID: visitID), .audioActivated],
          [.startMedia(visitID: visitID)], .connecting),
@@ -145,7 +146,7 @@ struct IncomingCallCoordinatorTests {
          [], .answering),
         ("… and starts with it",
          [.userAnswered(visitID: visitID, idempotencyKey: "k"), .audioActivated, .answerAccepted(visitID: visitID)],
-         [.fulfillAnswer(visitCall), .joinCall(visitID: visitID), .startMedia(visitID: visitID)], .connecting),
+         [.joinCall(visitID: visitID), .startMedia(visitID: visitID)], .connecting),
         ("media connected",
          [.userAnswered(visitID: visitID, idempotencyKey: "k"), .answerAccepted(visitID: visitID), .audioActivated, .mediaConnected(visitID: visitID)],
          [], .inCall),
@@ -172,16 +173,16 @@ struct IncomingCallCoordinatorTests {
           .answerRefused(visitID: visitID, ErrorBody(code: .visitAlreadyAnswered, message: "João já atendeu às 14:32",
                                                      details: ["answered_by": .object(["id": "u-joao", "name": "João Souza"]),
                                                                "answered_at": .string(Timestamp.format(now))]))],
-         [.failAnswer(visitCall), .show("João já atendeu às 14:32"), .reportCallEnded(visitCall, .answeredElsewhere), .closeRealtime],
+         [.show("João já atendeu às 14:32"), .reportCallEnded(visitCall, .answeredElsewhere), .closeRealtime],
          .ended(.answeredElsewhere)),
         ("the visitor left before the answer reached the server",
          [.userAnswered(visitID: visitID, idempotencyKey: "k"),
           .answerRefused(visitID: visitID, ErrorBody(code: .visitClosed, message: "", details: ["status": "cancelled"]))],
-         [.failAnswer(visitCall), .show("O visitante desistiu"), .reportCallEnded(visitCall, .remoteEnded), .closeRealtime],
+         [.show("O visitante desistiu"), .reportCallEnded(visitCall, .remoteEnded), .closeRealtime],
          .ended(.remoteEnded)),
         ("no network for the answer",
          [.userAnswered(visitID: visitID, idempotencyKey: "k"), .answerFailed(visitID: visitID)],
-         [.failAnswer(visitCall), .show("Não foi possível atender: sem conexão com a portaria"), .reportCallEnded(visitCall, .failed), .closeRealtime],
+         [.show("Não foi possível atender: sem conexão com a portaria"), .reportCallEnded(visitCall, .failed), .closeRealtime],
          .ended(.failed)),
         ("our own answer echoed by the socket changes nothing",
          [.userAnswered(visitID: visitID, idempotencyKey: "k"),
@@ -240,7 +241,7 @@ struct IncomingCallCoordinatorTests {
             var ledger: [UUID: CallKitState] = [:]
             for step in 0..<12 {
                 let visit = visits[Int(generator.next() % 2)]
-                let choice = generator.next() % 12
+                let choice = generator.next() % 14
                 let event: CallEvent
                 switch choice {
                 case 0, 1: event = .voipPush(payload: Self.ring(pushID: UUID().uuidString.lowercased(), visitID: visit,
@@ -255,6 +256,9 @@ struct IncomingCallCoordinatorTests {
                 case 8: event = .realtime(.cancelled, VisitEventData(visitID: visit))
                 case 9: event = .ringExpired(visitID: visit)
                 case 10: event = .decided(visitID: visit, .deny)
+                case 11: event = .answerTimedOut(visitID: visit)
+                case 12: event = .callReported(callID: coordinator.calls[visit]?.callID ?? UUID(),
+                                               generator.next() % 2 == 0 ? .refused : .alreadyShown)
                 default: event = .callEnded(visitID: visit)
                 }
                 for effect in coordinator.handle(event, now: Self.now) {
@@ -277,6 +281,10 @@ struct IncomingCallCoordinatorTests {
                 }
                 if case .userEnded(let visitID, _) = event, let id = coordinator.calls[visitID]?.callID, ledger[id] == .reported {
                     ledger[id] = .ended(.localEnded)   // CallKit ended it itself (the user's button)
+                }
+                if case .callReported(let id, .refused) = event, ledger[id] == .reported,
+                   coordinator.calls.values.contains(where: { $0.callID == id && $0.callKit == .ended(.failed) }) {
+                    ledger[id] = .ended(.failed)       // CallKit never showed it
                 }
                 for call in coordinator.calls.values {
                     // What the coordinator believes about CallKit matches what it told CallKit.

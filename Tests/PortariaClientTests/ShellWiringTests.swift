@@ -3,7 +3,7 @@ import Foundation
 @testable import PortariaCore
 import Testing
 
-/// The decisions the iOS shell used to make in code nobody could compile here: which
+/// The decisions the iOS shell would otherwise make in code that cannot compile on Linux: which
 /// in-app buttons must go through CallKit, which call screen is up, where a tapped
 /// notification leads.
 @Suite("Shell wiring: CallKit requests, call screen routing")

@@ -203,57 +203,6 @@ struct ViewModelTests {
         #expect(preferences.bool(for: SessionKeys.master) == nil)
     }
 
-    // MARK: Biometric unlock
-
-    @Test("biometric unlock: the refresh token moves behind the gate; a relaunch resumes with Face ID; cancel and invalidation")
-    func biometricUnlock() async throws {
-        let http = ScriptedHTTP(user: nil)
-        http.then({ _ in ServerFixtures.login([ServerFixtures.demo]) },
-                  { request in
-                      #expect(request.path == "/v1/auth/refresh")
-                      #expect(request.body.map { String(decoding: $0, as: UTF8.self) }?.contains("rt-1") == true)
-                      return ServerFixtures.login([ServerFixtures.demo], token: "jwt-2", refresh: "rt-2")
-                  })
-        let secure = InMemorySecureStore(), preferences = InMemoryPreferences(), gate = FakeBiometricGate()
-        let session = ServerFixtures.session(http, secure: secure, preferences: preferences, gate: gate)
-        _ = try await session.login(username: "maria", password: "demo1234")
-        try await session.enableBiometricUnlock()
-        #expect(try secure.string(for: SessionKeys.refreshToken) == nil, "the refresh token is only behind biometry")
-        #expect(gate.secret.current == "rt-1")
-        #expect(preferences.all[SessionKeys.biometricUnlock] == .bool(true))
-
-        // A relaunch: a new session object over the same stores.
-        let relaunched = ServerFixtures.session(http, secure: secure, preferences: preferences, gate: gate)
-        let model = LoginViewModel(session: relaunched, biometrics: gate)
-        await model.load()
-        #expect(model.state.biometricAction == "Entrar com Face ID")
-        await model.unlockWithBiometrics()
-        #expect(model.state.phase == .loggedIn(companyName: "Residencial Demo"))
-        #expect(gate.secret.current == "rt-2", "the rotated token goes back behind the gate")
-        #expect(try secure.string(for: SessionKeys.refreshToken) == nil)
-
-        gate.answer.withLock { $0 = .cancel }
-        await model.unlockWithBiometrics()
-        #expect(model.state.error == "Desbloqueio cancelado")
-        #expect(gate.secret.current == "rt-2", "cancelling loses nothing")
-
-        gate.answer.withLock { $0 = .invalidated }
-        await model.unlockWithBiometrics()
-        #expect(model.state.error == "Sua sessão terminou. Entre novamente")
-        #expect(gate.secret.current == nil)
-        #expect(await relaunched.isLoggedIn == false)
-    }
-
-    @Test("biometric unlock needs enrolled biometry", arguments: [BiometricAvailability.notEnrolled, .unavailable])
-    func biometricNeedsEnrollment(kind: BiometricAvailability) async throws {
-        let http = ScriptedHTTP(user: nil)
-        http.then { _ in ServerFixtures.login([ServerFixtures.demo]) }
-        let session = ServerFixtures.session(http, gate: FakeBiometricGate(kind: kind))
-        _ = try await session.login(username: "maria", password: "demo1234")
-        await #expect(throws: BiometricGateError.notEnabled) { try await session.enableBiometricUnlock() }
-        #expect(await session.biometricUnlockEnabled == false)
-    }
-
     // MARK: Home
 
     @Test("row actions: a delivery's three, a visit's two, none once closed; each with its label", arguments: [
@@ -491,7 +440,8 @@ struct ViewModelTests {
         #expect(NotificationStatus.from(capabilities, platform: platform, hasVoIPToken: voip) == expected)
         var state = SettingsState()
         state.notificationStatuses = expected + [.allowed]
-        #expect(state.notificationLines.first == ClientText.notificationStatus(expected[0]))
+        #expect(state.notificationLines.first == .init(text: ClientText.notificationStatus(expected[0]), isProblem: expected[0].isProblem))
+        #expect(state.notificationLines.last == .init(text: ClientText.notificationStatus(.allowed), isProblem: false))
     }
 
     // MARK: Observation

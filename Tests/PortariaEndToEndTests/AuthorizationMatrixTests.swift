@@ -117,7 +117,7 @@ struct AuthorizationMatrixTests {
     @Test("every endpoint × role × tenant answers as the matrix says")
     func matrix() async throws {
         let matrix = try Self.load()
-        try await TestServer.with(["--demo", "--gate-limit", "1000"]) { server in
+        try await TestServer.with(["--demo", "--gate-limit", "1000", "--unit-ring-limit", "1000", "--gate-ring-limit", "1000"]) { server in
             var tokens: [String: String] = [:]
             var companies: [String: String] = [:]
             var demoID: String?

@@ -4,7 +4,7 @@ import PortariaWebSocket
 import Testing
 
 /// Two `portaria serve` processes on one PostgreSQL: the gate page on one, the answering
-/// phone on the other (decision 0040).
+/// phone on the other (decision 0056).
 @Suite("Calls across instances")
 struct CallsAcrossInstancesTests {
     typealias R = RealtimeTests
@@ -80,7 +80,7 @@ struct CallsAcrossInstancesTests {
             _ = try await tabletOnB.until("visit.answered", timeout: .seconds(10))
             if gatePage == nil {
                 // A gate page's offer needs a call to go to: between the answer and the
-                // owner's claim there is none yet (CALL_NOT_FOUND; decision 0040), so it
+                // owner's claim there is none yet (CALL_NOT_FOUND; decision 0056), so it
                 // waits for the call to be in the timeline.
                 await Self.expectCallStarted(b, maria, visit: visit)
                 gatePage = try await connectGatePage()

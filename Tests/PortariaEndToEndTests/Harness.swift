@@ -180,15 +180,16 @@ final class TestServer: @unchecked Sendable {
         return nil
     }
 
-    func connect() async throws -> RawConnection {
+    /// A raw connection, from `source` (a loopback address such as `127.0.0.2`) when given.
+    func connect(from source: String? = nil) async throws -> RawConnection {
         let port = port
-        return try await offload { try RawConnection(port: port) }
+        return try await offload { try RawConnection(port: port, from: source) }
     }
 
-    /// One request on a fresh connection.
+    /// One request on a fresh connection (from `source` when given, as `connect`).
     func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = [],
-                 timeout: Duration = .seconds(15)) async throws -> RawResponse {
-        let connection = try await connect()
+                 timeout: Duration = .seconds(15), from source: String? = nil) async throws -> RawResponse {
+        let connection = try await connect(from: source)
         defer { connection.close() }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
@@ -243,9 +244,10 @@ final class TestServer: @unchecked Sendable {
     }
 
     /// Starts a server, runs `body`, and always stops it; checks the server survived.
-    static func with(_ arguments: [String] = [], sourceLocation: SourceLocation = #_sourceLocation,
+    static func with(_ arguments: [String] = [], environment: [String: String] = [:],
+                     sourceLocation: SourceLocation = #_sourceLocation,
                      _ body: (TestServer) async throws -> Void) async throws {
-        let server = try await start(arguments)
+        let server = try await start(arguments, environment: environment)
         do {
             try await body(server)
         } catch {

@@ -2,7 +2,7 @@ import Foundation
 import PortariaCore
 import Testing
 
-/// Issue 9's first fault, end to end: a visitor (anyone who scans the gate's QR code)
+/// Hostile media, end to end: a visitor (anyone who scans the gate's QR code)
 /// posts crafted voice messages and photos to the real binary. Each gets a 4xx with an
 /// error code naming the field, nothing is stored, and the server keeps answering.
 /// The voice messages are the `crash-*`/`hostile-*` seeds of fuzz/corpus/media-voice/,
@@ -41,13 +41,14 @@ struct HostileUploadTests {
     func craftedUploads() async throws {
         let voices = try Self.crafted("media-voice")
         for named in ["crash-ogg-granule-overflow-48-bytes", "crash-webm-cluster-timecode-near-2to64", "crash-webm-duration-nan",
-                      "crash-webm-duration-1e300", "crash-m4a-huge-64-bit-box-size"] {
+                      "crash-webm-duration-1e300", "crash-m4a-huge-64-bit-box-size",
+                      "hostile-m4a-duration-sum-wraps"] {
             #expect(voices.contains { $0.name.hasPrefix(named) }, "fuzz/corpus/media-voice/ lacks \(named)")
         }
         #expect(voices.first { $0.name.hasPrefix("crash-ogg-granule-overflow-48-bytes") }?.bytes.count == 48)
 
-        try await TestServer.with(["--demo", "--gate-limit", "1000000"]) { server in
-            // A visitor token may upload 10 times (issue 10): each crafted file gets its own visit.
+        try await TestServer.with(["--demo", "--gate-limit", "1000000", "--unit-ring-limit", "1000000", "--gate-ring-limit", "1000000"]) { server in
+            // A visitor token may upload 10 times: each crafted file gets its own visit.
             var token = try await Self.ring(server)
             for voice in voices {
                 token = try await Self.ring(server)

@@ -26,7 +26,7 @@ struct LifecycleTests {
     @Test("open sockets, a live video call, visits being created and the push worker delivering: every socket gets 1001, the process exits 0 promptly and cleanly, and the database opens again at once",
           arguments: backends)
     func busyShutdown(_ backend: String) async throws {
-        var arguments = ["--demo", "--gate-limit", "100000"]
+        var arguments = ["--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000"]
         var drop: (() -> Void)?
         if backend == "postgres" {
             let database = try #require(try EndToEndPostgres.create())

@@ -3,7 +3,7 @@ import PortariaCore
 import Testing
 
 /// Push workers on PostgreSQL are woken by NOTIFY `portaria_push` when any instance
-/// enqueues, not by their poll (decision 0040).
+/// enqueues, not by their poll (decision 0056).
 @Suite("Push wake-up across instances", .serialized)
 struct PushWakeAcrossInstancesTests {
     typealias P = PushReceiptEndToEndTests

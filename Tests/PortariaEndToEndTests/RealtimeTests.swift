@@ -249,7 +249,7 @@ struct RealtimeTests {
         }
     }
 
-    @Test("a reconnect from before pruned events gets resync_required, never a replay with a hole (decision 0050)")
+    @Test("a reconnect from before pruned events gets resync_required, never a replay with a hole (decision 0055)")
     func replayAcrossPrunedEvents() async throws {
         var server = try await TestServer.start(["--demo"])
         defer { Task { [server] in await server.stop() } }
@@ -398,7 +398,7 @@ struct RealtimeTests {
     }
 }
 
-/// The realtime inbound path under abuse (issue 10, finding 6): one socket cannot fill the
+/// The realtime inbound path under abuse: one socket cannot fill the
 /// feed's single queue and delay other companies' events.
 @Suite("Realtime stream under a flooding client")
 struct RealtimeAbuseTests {
@@ -420,7 +420,7 @@ struct RealtimeAbuseTests {
 
     @Test("a socket flooding the feed is closed (1008) and another company's event still arrives promptly")
     func floodingSocketDoesNotDelayOthers() async throws {
-        try await TestServer.with(["--demo", "--gate-limit", "1000"]) { server in
+        try await TestServer.with(["--demo", "--gate-limit", "1000", "--unit-ring-limit", "1000", "--gate-ring-limit", "1000"]) { server in
             let ana = try await R.login(server, "ana")
             let carlos = try await R.login(server, "carlos", company: "Condomínio Azul")
             let flooder = try await R.subscribe(server, ana)
@@ -464,7 +464,7 @@ struct RealtimeAbuseTests {
     }
 }
 
-/// A unit member without `visits.view` (issue 10 finding 8): REST refuses them visits, so
+/// A unit member without `visits.view`: REST refuses them visits, so
 /// the realtime stream and ring pushes must not tell them either.
 @Suite("Visits are private to holders of visits.view")
 struct VisitViewPermissionTests {

@@ -47,6 +47,8 @@ struct ResidentAppModelEndToEndTests {
             model.onRealtimeUpdate = { forwarded.append($0) }
             var signedIn: String?
             model.onSignedIn = { userID, _ in signedIn = userID }
+            var signedOut = false
+            model.onSignedOut = { signedOut = true }
 
             // PushKit's token comes first, at launch, before anyone logs in.
             await model.launch()
@@ -81,8 +83,18 @@ struct ResidentAppModelEndToEndTests {
                 return false
             })
 
-            // Logout: the device goes first (it needs the token), then the session.
+            // PushKit invalidates the VoIP token: the phone forgets it and Settings says this
+            // iPhone cannot ring with the app closed; the server keeps the token until APNs
+            // answers Unregistered (a dead token is retired by APNs' answer, decision 0014).
+            await model.voipTokenInvalidated()
+            #expect(model.settings.state.notificationStatuses == [.noVoIPToken])
+            let afterInvalidation = try #require(try await ResidentAPI(http: session).devices().first { $0.id == deviceID })
+            #expect(afterInvalidation.pushTokenStatus == "active", "the alert token still rings it")
+
+            // Logout: the device goes first (it needs the token), then the session; the call
+            // layer is told (a VoIP push still in flight then shows nothing of the visit).
             await model.logout()
+            #expect(signedOut)
             #expect(model.route == .login)
             #expect(model.home.state.ringing.isEmpty)
             let again = SessionManager(api: APIClient(baseURL: server.baseURL), secure: InMemorySecureStore(),

@@ -13,7 +13,7 @@ struct SchemathesisTests {
     @Test("generated requests never get a 5xx, and every status is documented",
           .enabled(if: available, "run scripts/bootstrap to install schemathesis into .venv"), .timeLimit(.minutes(5)))
     func noServerErrors() async throws {
-        try await TestServer.with(["--demo", "--gate-limit", "1000000", "--login-limit", "1000000"]) { server in
+        try await TestServer.with(["--demo", "--gate-limit", "1000000", "--unit-ring-limit", "1000000", "--gate-ring-limit", "1000000", "--login-limit", "1000000"]) { server in
             let login = try await server.postJSON("/v1/auth/login", #"{"username":"admin","password":"demo1234"}"#)
             let token = try #require(try login.json()["jwt_token"] as? String)
             let base = "http://127.0.0.1:\(server.port)"

@@ -93,7 +93,7 @@ struct StorageFaultTests {
             try? FileManager.default.removeItem(at: disk)
         }
         let server = try await TestServer.start([
-            "--demo", "--gate-limit", "100000",
+            "--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000",
             "--database", "sqlite://" + disk.appendingPathComponent("portaria.db").path,
             "--data-dir", disk.appendingPathComponent("data").path,
         ])
@@ -195,7 +195,7 @@ struct StorageFaultTests {
         let database = try #require(try EndToEndPostgres.create())
         defer { database.drop() }
         let name = try #require(URLComponents(string: database.url)?.path.dropFirst()).description
-        let server = try await TestServer.start(["--demo", "--gate-limit", "100000", "--database", database.url])
+        let server = try await TestServer.start(["--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000", "--database", database.url])
         defer {
             try? EndToEndPostgres.psql("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS true")
             Task { [server] in await server.stop() }

@@ -25,7 +25,7 @@ struct VisitsCrashTests {
     @Test("every 200 a client saw survives kill -9; retries replay it; nothing resolved twice", arguments: databases)
     func killDuringResolves(database: Database) async throws {
         var drop: () -> Void = {}
-        var arguments = ["--demo", "--gate-limit", "100000"]
+        var arguments = ["--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000"]
         if database == .postgres {
             let created = try #require(try EndToEndPostgres.create())
             arguments += ["--database", created.url]

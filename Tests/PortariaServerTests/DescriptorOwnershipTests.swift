@@ -13,9 +13,10 @@ import Glibc
 /// The test process is one fd table: WebSocket clients and servers, libmicrohttpd
 /// upgrades, SQLite files and libpq sockets all draw numbers from it. A close of a number
 /// someone else owns breaks that someone else later and far away. This suite churns every
-/// kind of descriptor at once — including the paths that used to close twice (a socket
-/// whose `connect` failed, closed in `init` and again in `deinit`; an HTTP server stopped
-/// while WebSockets it upgraded were still open) — while databases keep working.
+/// kind of descriptor at once — including the paths where a second close is easy to
+/// write (a socket whose `connect` failed, closed in `init` and again in `deinit`; an
+/// HTTP server stopped while WebSockets it upgraded are still open) — while databases
+/// keep working.
 @Suite("Descriptor ownership")
 struct DescriptorOwnershipTests {
     @Test("OwnedDescriptor closes exactly once: on close(), or when its owner goes away, never after release()")

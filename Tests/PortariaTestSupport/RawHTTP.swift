@@ -37,9 +37,23 @@ package final class RawConnection: @unchecked Sendable {
     private var descriptor: Int32 { socket?.rawValue ?? -1 }
     private var buffer: [UInt8] = []
 
-    package init(port: UInt16) throws {
+    /// - Parameter source: a loopback address to connect from (`127.0.0.2`), so a test can
+    ///   be two clients the server counts apart; nil lets the kernel choose (127.0.0.1).
+    package init(port: UInt16, from source: String? = nil) throws {
         socket = OwnedDescriptor.socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue))
         guard descriptor >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let descriptor = descriptor
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else { throw HarnessError("bind to \(source): \(String(cString: strerror(errno)))") }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -75,6 +89,22 @@ package final class RawConnection: @unchecked Sendable {
         _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDBUF, &value, socklen_t(MemoryLayout<Int32>.size))
         var limit = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Waits until the server's kernel has acknowledged every byte sent (the send queue is
+    /// empty), so the server is reading them or has read them; false after `timeout`.
+    package func waitUntilDelivered(timeout: Duration = .seconds(20)) -> Bool {
+        #if os(Linux)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var pending: Int32 = 0
+            if ioctl(descriptor, UInt(TIOCOUTQ), &pending) == 0 && pending == 0 { return true }
+            usleep(5_000)
+        }
+        return false
+        #else
+        return true   // no send-queue query here: callers only lose the ordering
+        #endif
     }
 
     /// Half-closes: the server sees end of input but can still answer.
@@ -152,6 +182,18 @@ package final class RawConnection: @unchecked Sendable {
         } catch {
             return false
         }
+    }
+
+    /// Sends `bytes` one at a time, `interval` apart (a slowloris client: each byte restarts
+    /// an idle timer), and says whether the server ended the connection before they ran
+    /// out — the send failing or an end of stream. Whatever the server answers meanwhile is
+    /// read and dropped.
+    package func trickleUntilClosed(_ bytes: [UInt8], interval: Duration) -> Bool {
+        for byte in bytes {
+            do { try send([byte]) } catch { return true }
+            if waitForClose(timeout: interval) { return true }
+        }
+        return false
     }
 
     /// Reads one response, skipping interim 1xx answers unless told not to. Nil if the

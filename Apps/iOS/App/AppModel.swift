@@ -1,6 +1,8 @@
+import AVFoundation
 import Foundation
 import PortariaClient
 import PortariaClientApple
+import PortariaClientAppleShared
 import PortariaCore
 import UIKit
 import UserNotifications
@@ -55,6 +57,8 @@ final class AppModel {
         // server, WebRTC behind `CallMediaEngine` (decision 0034).
         let media = CallMediaController(engine: WebRTCMediaEngine(views: video), http: session, signaling: realtime)
         calls.media = media
+        // WebRTC must see every change to the session it plays through (RTCAudioSession).
+        calls.configureCallAudio = { WebRTCMediaEngine.configureCallAudio() }
 
         // The adapters' callbacks, all on the main actor. (These objects live as long as
         // the process, so the references they hold on each other are never released.)
@@ -66,8 +70,14 @@ final class AppModel {
             // Asked once someone is in (the prompt means something then); the registration
             // that follows carries the answer.
             _ = await notifications.requestAuthorization()
+            // Microphone and camera now, in the app, not at the first call: a call answered
+            // from the lock screen cannot show the prompt, and would have no sound and no
+            // self-video. The system asks once; later launches return at once.
+            await AppModel.requestCallPermissions()
         }
+        app.onSignedOut = { calls.signedOut() }
         calls.onVoIPToken = { token in Task { await app.voipTokenChanged(token) } }
+        calls.onVoIPTokenInvalidated = { Task { await app.voipTokenInvalidated() } }
         calls.onCallsChanged = { coordinator in app.callsChanged(coordinator) }
         Task {
             await media.setStatusHandler { visitID, status in
@@ -75,6 +85,16 @@ final class AppModel {
             }
         }
         notifications.open = { intent in app.open(intent, calls: calls.coordinator) }
+    }
+
+    /// The call's microphone and camera permissions, asked while the app is on screen.
+    nonisolated static func requestCallPermissions() async {
+        if AVAudioApplication.shared().recordPermission == .undetermined {
+            _ = await AVAudioApplication.requestRecordPermission()
+        }
+        if AVCaptureDevice.authorizationStatus(for: .video) == .notDetermined {
+            _ = await AVCaptureDevice.requestAccess(for: .video)
+        }
     }
 
     /// What the registration says about this phone, asked each time (the user may have

@@ -13,8 +13,8 @@ import WebRTC
 // only what its manifest declares, and the root package cannot declare a WebRTC package
 // (no package can be fetched where the server is built and tested).
 //
-// NOT COMPILED: written against the framework's Objective-C headers as documented, without
-// an Apple SDK at hand (docs/ios.md).
+// Type-checked on Linux against a stand-in written from the framework's Objective-C headers
+// (scripts/ios-typecheck); never linked against the binary or run (docs/ios.md).
 
 /// The two views the call screen shows: the visitor full screen, the self-preview in the corner.
 @MainActor
@@ -73,6 +73,18 @@ final class WebRTCMediaEngine: CallMediaEngine {
             throw WebRTCEngineError.noPeerConnection
         }
         return WebRTCPeerConnection(connection: connection, delegate: delegate, engine: self)
+    }
+
+    /// The call's audio configuration (play and record, video chat, speaker, Bluetooth),
+    /// made through `RTCAudioSession` as WebRTC requires — lock, set, unlock — so its
+    /// audio unit knows the session's state. Configured only: CallKit activates the
+    /// session (`provider(_:didActivate:)` → `setAudioActive`).
+    static func configureCallAudio() {
+        let audio = RTCAudioSession.sharedInstance()
+        audio.lockForConfiguration()
+        defer { audio.unlockForConfiguration() }
+        try? audio.setCategory(.playAndRecord, with: [.allowBluetooth, .defaultToSpeaker])
+        try? audio.setMode(.videoChat)
     }
 
     /// Called when CallKit activated (after the server accepted the answer) or deactivated

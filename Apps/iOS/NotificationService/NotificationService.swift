@@ -1,6 +1,6 @@
 import Foundation
 import PortariaClient
-import PortariaClientApple
+import PortariaClientAppleShared
 import UserNotifications
 
 /// Runs for every alert with `mutable-content: 1` (deliveries, alert rings, resolution

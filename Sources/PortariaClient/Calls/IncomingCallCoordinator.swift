@@ -135,6 +135,11 @@ public enum CallEvent: Sendable, Equatable {
     case answerRefused(visitID: String, ErrorBody)
     /// `POST /answer` got no answer after the owner's retries.
     case answerFailed(visitID: String)
+    /// The answer's deadline passed with `POST /answer` still in flight (the owner's timer
+    /// from `.scheduleAnswerTimeout`, or CallKit's `provider(_:timedOutPerforming:)`).
+    case answerTimedOut(visitID: String)
+    /// How CallKit answered `reportNewIncomingCall` for this UUID.
+    case callReported(callID: UUID, CallReportOutcome)
     /// `provider(_:didActivate:)`.
     case audioActivated
     /// `provider(_:didDeactivate:)`.
@@ -179,6 +184,8 @@ public enum CallEffect: Sendable, Equatable {
     /// `AVAudioSession` category `playAndRecord`, mode `videoChat` — configured, not
     /// activated: CallKit activates it and says so with `.audioActivated`.
     case configureAudioSession
+    /// Wake at this instant with `.answerTimedOut` (a `POST /answer` never hangs a call).
+    case scheduleAnswerTimeout(visitID: String, at: Date)
     /// `POST /v1/visits/{id}/answer` with this device's id.
     case postAnswer(visitID: String, deviceID: String, idempotencyKey: String)
     /// `POST /v1/visits/{id}/decline` with this device's id.
@@ -205,7 +212,7 @@ public enum CallEffect: Sendable, Equatable {
         switch self {
         case .acknowledgePush, .fetchVisit, .openRealtime, .postAnswer, .postDecline, .joinCall, .hangUp, .enqueueResolve:
             return true
-        case .reportIncomingCall, .reportCallEnded, .updateCall, .closeRealtime, .scheduleRingExpiry, .configureAudioSession,
+        case .reportIncomingCall, .reportCallEnded, .updateCall, .closeRealtime, .scheduleRingExpiry, .scheduleAnswerTimeout, .configureAudioSession,
              .requestEndCall, .fulfillAnswer, .failAnswer, .startMedia, .show:
             return false
         }
@@ -226,12 +233,16 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
     public let deviceID: String
     /// The condominium's zone, for "Maria já atendeu às 14:32".
     public let timeZone: TimeZone
-    public private(set) var calls: [String: CallRecord] = [:]
+    public internal(set) var calls: [String: CallRecord] = [:]
     /// CallKit UUIDs reported only to be ended at once (duplicates, stale rings).
-    public private(set) var discarded: [UUID: CallKitState] = [:]
+    public internal(set) var discarded: [UUID: CallKitState] = [:]
     /// Visits known to be over (from realtime or details), so a late push for one of
     /// them does not ring.
     public private(set) var closedVisits: [String: CallEndReason] = [:]
+
+    /// Whether someone is signed in on this phone (`myUserID` is empty after a logout, and
+    /// at a launch with no stored session).
+    public var isSignedIn: Bool { !myUserID.isEmpty }
 
     public init(myUserID: String, deviceID: String, timeZone: TimeZone = ResolveQueue.defaultTimeZone) {
         self.myUserID = myUserID
@@ -287,12 +298,7 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
         case .callEnded(let visitID):
             return end(visitID, .remoteEnded, report: true)
         case .userAnswered(let visitID, let key):
-            guard var call = calls[visitID], call.phase == .ringing else { return [] }
-            call.phase = .answering
-            calls[visitID] = call
-            // Configure, never activate: CallKit activates the session at the right
-            // moment (after the answer), and only then may audio start.
-            return [.configureAudioSession, .postAnswer(visitID: visitID, deviceID: deviceID, idempotencyKey: key)]
+            return answer(visitID, idempotencyKey: key, now: now)
         case .userEnded(let visitID, let key):
             guard let call = calls[visitID], !call.phase.isEnded else { return [] }
             var effects: [CallEffect] = []
@@ -308,7 +314,7 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
         case .answerAccepted(let visitID):
             guard var call = calls[visitID], call.phase == .answering else { return [] }
             call.phase = .connecting
-            var effects: [CallEffect] = [.fulfillAnswer(call.callID), .joinCall(visitID: visitID)]
+            var effects: [CallEffect] = [.joinCall(visitID: visitID)]
             if call.audioActive && !call.mediaStarted {
                 call.mediaStarted = true
                 effects.append(.startMedia(visitID: visitID))
@@ -318,10 +324,14 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
         case .answerRefused(let visitID, let error):
             guard let call = calls[visitID], call.phase == .answering else { return [] }
             let (reason, sentence) = refusal(error)
-            return [.failAnswer(call.callID), .show(sentence)] + end(visitID, reason, report: true)
+            return [.show(sentence)] + end(visitID, reason, report: true)
         case .answerFailed(let visitID):
             guard let call = calls[visitID], call.phase == .answering else { return [] }
-            return [.failAnswer(call.callID), .show(CallText.answerFailed)] + end(visitID, .failed, report: true)
+            return [.show(CallText.answerFailed)] + end(visitID, .failed, report: true)
+        case .answerTimedOut(let visitID):
+            return answerTimedOut(visitID)
+        case .callReported(let callID, let outcome):
+            return callReported(callID, outcome)
         case .audioActivated:
             var effects: [CallEffect] = []
             for (visitID, var call) in calls where !call.phase.isEnded {
@@ -362,6 +372,9 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
 
     /// Handles a PushKit payload. The report comes first whatever the payload says.
     public mutating func voipPush(_ payload: JSONValue, fallbackCallID: UUID, now: Date) -> VoIPPushOutcome {
+        // Nobody is signed in (logged out, and unregistering failed or has not reached the
+        // server): PushKit still requires a report, but nothing of the visit is shown.
+        guard isSignedIn else { return signedOutPush(fallbackCallID: fallbackCallID) }
         let decoded = try? PushPayload.decode(payload)
         guard case .ring(let push)? = decoded else {
             // Not a ring (or unreadable): iOS still requires a report. Report, end, ack.
@@ -462,7 +475,7 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
 
     /// Ends a call: reports it to CallKit unless the user ended it there, and closes the
     /// socket when no call needs it.
-    private mutating func end(_ visitID: String, _ reason: CallEndReason, report: Bool) -> [CallEffect] {
+    mutating func end(_ visitID: String, _ reason: CallEndReason, report: Bool) -> [CallEffect] {
         guard var call = calls[visitID], !call.phase.isEnded else { return [] }
         call.phase = .ended(reason)
         var effects: [CallEffect] = []
@@ -474,29 +487,4 @@ public struct IncomingCallCoordinator: Sendable, Equatable {
         if !needsRealtime { effects.append(.closeRealtime) }
         return effects
     }
-
-    /// The 409s of `POST /answer`, as a reason and a sentence.
-    func refusal(_ error: ErrorBody) -> (CallEndReason, String) {
-        switch error.code {
-        case .visitAlreadyAnswered:
-            if case .object(let by)? = error.details["answered_by"], let name = by["name"]?.stringValue,
-               let at = error.details["answered_at"]?.stringValue.flatMap(Timestamp.parse) {
-                return (.answeredElsewhere, ResolutionText.alreadyAnswered(by: PersonRef(id: "", name: name), at: at, timeZone: timeZone))
-            }
-            return (.answeredElsewhere, CallText.answeredElsewhereNoName)
-        case .visitAlreadyResolved:
-            return (.answeredElsewhere, error.message.isEmpty ? CallText.answeredElsewhereNoName : error.message)
-        case .visitClosed:
-            return (.remoteEnded, CallText.visitorLeft)
-        default:
-            return (.failed, CallText.answerFailed)
-        }
-    }
-}
-
-/// The call screen's sentences (pt-BR), beside `ClientText`.
-public enum CallText {
-    public static let answeredElsewhereNoName = "Outro morador já atendeu"
-    public static let visitorLeft = "O visitante desistiu"
-    public static let answerFailed = "Não foi possível atender: sem conexão com a portaria"
 }

@@ -24,6 +24,8 @@ public protocol DeviceRegistrationState: Sendable {
 /// - Failures that may pass (no network, 429, 5xx) are retried with backoff until the
 ///   caller's deadline; the shell calls `register` again on the next launch or wake.
 public actor DeviceRegistrar {
+    /// Set by `voipTokenInvalidated()`: the kept VoIP token is dead.
+    private var voipInvalidated = false
     /// The last registration the server accepted.
     public struct Registered: Sendable, Equatable, Codable {
         public var deviceID: String
@@ -77,10 +79,19 @@ public actor DeviceRegistrar {
         return await send(registration, until: deadline)
     }
 
-    /// What will be sent for `registration`: the VoIP token kept from earlier on iOS.
+    /// PushKit invalidated the VoIP token: registrations stop carrying the one kept from
+    /// earlier, until a registration brings a new one. (The server keeps a token a
+    /// registration omits; APNs' Unregistered answer retires it there.)
+    public func voipTokenInvalidated() {
+        voipInvalidated = true
+    }
+
+    /// What will be sent for `registration`: the VoIP token kept from earlier on iOS
+    /// (unless PushKit invalidated it since).
     private func completed(_ registration: DeviceRegistration) -> DeviceRegistration {
         var registration = registration
-        if registration.platform == "ios", registration.voipToken == nil, let last = state.lastRegistration()?.registration,
+        if registration.voipToken != nil { voipInvalidated = false }
+        if !voipInvalidated, registration.platform == "ios", registration.voipToken == nil, let last = state.lastRegistration()?.registration,
            last.platform == "ios", let voip = last.voipToken {
             registration.voipToken = voip
         }

@@ -7,8 +7,10 @@ import Foundation
 /// yes/no answer unlocks nothing an attacker with the device could not flip (DESIGN §3
 /// security rules, MASVS-AUTH-2).
 ///
-/// The core keeps the refresh token behind the gate while biometric unlock is on, so a
-/// session cannot be resumed without the owner's biometry.
+/// While biometric unlock is on the gate holds a random unlock secret, and a launch with a
+/// stored session opens only once the owner's biometry reads it. The refresh token stays in
+/// the secure store, so work the system runs on a locked phone (a call answered on the lock
+/// screen, a notification button) can renew the session without a prompt (decision 0076).
 public protocol BiometricGate: Sendable {
     /// What the device offers now.
     func availability() async -> BiometricAvailability

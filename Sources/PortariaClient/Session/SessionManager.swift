@@ -20,9 +20,9 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         case unknownCompany
         /// The server ended the session (logout elsewhere, refresh reuse, expiry).
         case sessionEnded
-        /// Biometric unlock is on and the refresh token could not be read without the
-        /// owner (prompt cancelled, app in the background): nothing is lost, the next
-        /// `unlockWithBiometrics` resumes the session.
+        /// Biometric unlock is on and the owner's biometry did not open the app (prompt
+        /// cancelled or failed): nothing is lost, the next `unlockWithBiometrics` resumes
+        /// the session.
         case locked
     }
 
@@ -164,19 +164,36 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         }
     }
 
-    // MARK: Refresh token: plain secure store, or behind biometry
+    // MARK: Refresh token and the biometric gate (decision 0076)
+    //
+    // The refresh token always lives in the secure store (on iOS readable after the first
+    // unlock since boot), so a VoIP wake or a notification button on a locked phone can
+    // renew an expired access token — Face ID cannot be shown there. Biometric unlock gates
+    // the app's screens instead: the gate holds a random unlock secret, and a launch with a
+    // stored session opens only after the owner's biometry reads it.
 
     private func readRefreshToken() async throws -> String {
-        guard biometricUnlockEnabled, let gate = biometricGate else {
-            guard let token = try secure.string(for: SessionKeys.refreshToken) else { throw SessionError.notLoggedIn }
-            return token
-        }
+        if let token = try secure.string(for: SessionKeys.refreshToken) { return token }
+        // An installation whose refresh token was kept behind the gate: read it there once
+        // (this prompts, so only in the app) and move it back to the secure store.
+        guard biometricUnlockEnabled, let gate = biometricGate else { throw SessionError.notLoggedIn }
+        let token = try await unlockGate(gate)
+        try secure.set(token, for: SessionKeys.refreshToken)
+        try await gate.store(Self.unlockSecret())
+        return token
+    }
+
+    private func storeRefreshToken(_ token: String) async throws {
+        try secure.set(token, for: SessionKeys.refreshToken)
+    }
+
+    /// The gate's secret, prompting. Nil answer (cancelled, no UI): `.locked`; the
+    /// enrolment changed: the session ends (only the password may open it now).
+    private func unlockGate(_ gate: any BiometricGate) async throws -> String {
         do {
-            guard let token = try await gate.unlock(reason: ClientText.biometricReason) else { throw SessionError.locked }
-            return token
+            guard let secret = try await gate.unlock(reason: ClientText.biometricReason) else { throw SessionError.locked }
+            return secret
         } catch BiometricGateError.invalidated {
-            // A new face or finger was enrolled (or the item is gone): only the password
-            // may open this session now.
             try await clear()
             throw SessionError.sessionEnded
         } catch let error as SessionError {
@@ -186,34 +203,27 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         }
     }
 
-    private func storeRefreshToken(_ token: String) async throws {
-        if biometricUnlockEnabled, let gate = biometricGate {
-            try await gate.store(token)
-            try secure.set(nil, for: SessionKeys.refreshToken)
-        } else {
-            try secure.set(token, for: SessionKeys.refreshToken)
-        }
-    }
+    private static func unlockSecret() -> String { UUID().uuidString + UUID().uuidString }
 
-    /// Moves the refresh token behind the biometric gate: from now on the session resumes
-    /// only with the owner's biometry (and a background refresh waits for it).
+    /// Turns biometric unlock on: from now on a launch with a stored session opens only with
+    /// the owner's biometry. Background work (a call answered on the lock screen, a
+    /// notification button) still renews the session without a prompt.
     public func enableBiometricUnlock() async throws {
         guard let gate = biometricGate else { throw BiometricGateError.notEnabled }
         switch await gate.availability() {
         case .faceID, .touchID, .biometric: break
         case .notEnrolled, .unavailable: throw BiometricGateError.notEnabled
         }
-        guard let token = try secure.string(for: SessionKeys.refreshToken) else { throw SessionError.notLoggedIn }
-        try await gate.store(token)
-        try secure.set(nil, for: SessionKeys.refreshToken)
+        guard try secure.string(for: SessionKeys.refreshToken) != nil else { throw SessionError.notLoggedIn }
+        try await gate.store(Self.unlockSecret())
         preferences.set(true, for: SessionKeys.biometricUnlock)
     }
 
-    /// Turns biometric unlock off (it prompts once to take the token back).
+    /// Turns biometric unlock off (an installation that kept the refresh token behind the
+    /// gate prompts once to take it back).
     public func disableBiometricUnlock() async throws {
         guard biometricUnlockEnabled, let gate = biometricGate else { return }
-        let token = try await readRefreshToken()
-        try secure.set(token, for: SessionKeys.refreshToken)
+        _ = try await readRefreshToken()
         try await gate.clear()
         preferences.set(false, for: SessionKeys.biometricUnlock)
     }
@@ -222,7 +232,12 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     /// tokens, and the session is live again. Throws `SessionError.locked` when the user
     /// cancelled, `.sessionEnded` when only the password can help now.
     public func unlockWithBiometrics() async throws {
-        guard biometricUnlockEnabled else { throw BiometricGateError.notEnabled }
+        guard biometricUnlockEnabled, let gate = biometricGate else { throw BiometricGateError.notEnabled }
+        if try secure.string(for: SessionKeys.refreshToken) == nil {
+            _ = try await readRefreshToken()   // kept behind the gate: that read is the prompt
+        } else {
+            _ = try await unlockGate(gate)
+        }
         try await refresh()
     }
 

@@ -59,6 +59,9 @@ public final class ResidentAppModel {
     /// notification permission here — the device registration waits for it, so it carries
     /// the answer.
     @ObservationIgnored public var onSignedIn: @MainActor (_ userID: String, _ timeZone: TimeZone) async -> Void = { _, _ in }
+    /// The user logged out (the call layer stops showing visitors: a VoIP push that still
+    /// arrives is reported and ended with nothing of the visit shown).
+    @ObservationIgnored public var onSignedOut: @MainActor () async -> Void = {}
 
     @ObservationIgnored private let dependencies: Dependencies
     @ObservationIgnored private var pushToken: String?
@@ -158,6 +161,7 @@ public final class ResidentAppModel {
         let dependencies = dependencies
         _ = await dependencies.registrar.unregister()
         try? await dependencies.session.logout()
+        await onSignedOut()
         await dependencies.realtime.stop()
         login = LoginViewModel(session: dependencies.session, biometrics: dependencies.biometrics)
         home = Self.makeHome(dependencies, timeZone: ResolveQueue.defaultTimeZone)
@@ -183,6 +187,16 @@ public final class ResidentAppModel {
     /// ring with the app closed.
     public func voipTokenChanged(_ token: String) async {
         voipToken = token
+        if route == .home { await registerDevice() }
+    }
+
+    /// PushKit invalidated the VoIP token: it is forgotten (no registration carries it
+    /// again) and Settings says this iPhone cannot ring with the app closed until PushKit
+    /// issues a new one. The server retires the dead token on APNs' Unregistered answer and
+    /// rings this phone with an alert meanwhile (decision 0014).
+    public func voipTokenInvalidated() async {
+        voipToken = nil
+        await dependencies.registrar.voipTokenInvalidated()
         if route == .home { await registerDevice() }
     }
 

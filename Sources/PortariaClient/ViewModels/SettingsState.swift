@@ -119,9 +119,17 @@ public struct SettingsState: Sendable, Equatable {
         }
     }
 
-    /// Problems first, one sentence each.
-    public var notificationLines: [String] {
-        notificationStatuses.sorted { $0.isProblem && !$1.isProblem }.map(ClientText.notificationStatus)
+    /// One line of "can this phone ring": the sentence and whether it is a problem (shown
+    /// in orange, with the Settings button).
+    public struct NotificationLine: Sendable, Equatable {
+        public var text: String
+        public var isProblem: Bool
+    }
+
+    /// Problems first, one line each (sentence and colour together, so they cannot drift apart).
+    public var notificationLines: [NotificationLine] {
+        notificationStatuses.sorted { $0.isProblem && !$1.isProblem }
+            .map { NotificationLine(text: ClientText.notificationStatus($0), isProblem: $0.isProblem) }
     }
 
     /// The ring order with `residentID` moved by `offset` (−1 up, +1 down); nil when it cannot move.

@@ -50,24 +50,24 @@ public struct RateLimiter: Sendable {
     }
 
     /// The same count inside the caller's write transaction (the gate folds it into the
-    /// visit's own commit).
-    static func hit(_ db: any SQLConnection, _ bucket: String, window: TimeInterval, now: Date) throws -> Window {
+    /// visit's own commit). `amount` counts several at once (media bytes).
+    static func hit(_ db: any SQLConnection, _ bucket: String, window: TimeInterval, now: Date, amount: Int = 1) throws -> Window {
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         let windowMs = Int64(window * 1000)
         // One statement, so concurrent hits on PostgreSQL cannot lose a count.
         let row = try db.queryOne("""
-            INSERT INTO rate_limits (bucket, window_start, count, expires_at) VALUES (?, ?, 1, ?)
+            INSERT INTO rate_limits (bucket, window_start, count, expires_at) VALUES (?, ?, ?, ?)
             ON CONFLICT (bucket) DO UPDATE SET
-                count = CASE WHEN rate_limits.window_start + ? <= ? THEN 1 ELSE rate_limits.count + 1 END,
+                count = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.count + ? END,
                 expires_at = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start + ? END,
                 window_start = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start END
             RETURNING window_start, count
-            """, .text(bucket), .integer(nowMs), .integer(nowMs + windowMs),
-                 .integer(windowMs), .integer(nowMs),
+            """, .text(bucket), .integer(nowMs), .integer(Int64(amount)), .integer(nowMs + windowMs),
+                 .integer(windowMs), .integer(nowMs), .integer(Int64(amount)), .integer(Int64(amount)),
                  .integer(windowMs), .integer(nowMs), .integer(nowMs + windowMs), .integer(windowMs),
                  .integer(windowMs), .integer(nowMs), .integer(nowMs))
         let start = try row?.int("window_start") ?? nowMs
-        return Window(count: Int(try row?.int("count") ?? 1), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
+        return Window(count: Int(try row?.int("count") ?? Int64(amount)), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
     }
 
     /// Takes one event back (an attempt counted up front that turned out fine).

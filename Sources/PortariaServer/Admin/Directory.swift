@@ -148,7 +148,8 @@ public struct Directory: Sendable {
     /// Sets a user's password and ends every session they have, in one transaction: a
     /// password is changed because it may be known to someone else, who must not keep a
     /// session opened with it. Access tokens stop at their next request (the session is
-    /// checked on each), refresh tokens with their session; live sockets within 10 s.
+    /// checked on each), refresh tokens with their session; live sockets before their next
+    /// event (the feed checks sessions when auth changed, decision 0071).
     /// Returns the number of sessions ended.
     @discardableResult
     public func setPassword(user: String, password: String, now: Date = Date()) async throws -> Int {

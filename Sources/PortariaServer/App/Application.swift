@@ -58,7 +58,7 @@ public final class Application: Sendable {
         iceServers = try Self.iceServers(configuration, log: log)
         visits = VisitsModule(database: database, authenticator: authenticator,
                               configuration: Self.visitsConfiguration(configuration), log: log)
-        let feed = Self.realtimeFeed(configuration, database: database, hub: webSockets, relayOnly: iceServers.turn != nil,
+        let feed = try Self.realtimeFeed(configuration, database: database, hub: webSockets, relayOnly: iceServers.turn != nil,
                                      visits: visits.bus, log: log)
         realtime = feed
         let auth = AuthService(database: database, secrets: secrets, sms: sms, loginLimitPerAccount: configuration.loginLimit,
@@ -90,6 +90,9 @@ public final class Application: Sendable {
         http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.requestLogLevel = configuration.requestLogLevel
+        http.headTimeout = .seconds(configuration.headTimeoutSeconds)
+        http.bodyGrace = .seconds(configuration.bodyTimeoutSeconds)
+        http.bodyBytesPerSecond = configuration.bodyMinRate
         http.bodyLimitOverride = { method, path in VisitsModule.bodyLimit(method: method, path: path) }
         let server = HTTPServer(router: router, configuration: http, log: log)
         try server.bind()
@@ -181,6 +184,8 @@ public final class Application: Sendable {
     static func visitsConfiguration(_ configuration: ServerConfiguration) -> VisitsConfiguration {
         var visits = VisitsConfiguration()
         visits.gateLimit = configuration.gateLimit
+        visits.unitRingLimit = configuration.unitRingLimit
+        visits.gateRingLimit = configuration.gateRingLimit
         visits.dataDirectory = configuration.dataDirectory
         visits.retentionDays = configuration.retentionDays
         visits.mediaBytesPerCompanyPerDay = configuration.mediaQuotaMB * 1024 * 1024
@@ -190,14 +195,16 @@ public final class Application: Sendable {
     /// The realtime feed of `visits`' events. `relayOnly`: a TURN server is configured, so
     /// residents' direct candidates are withheld from visitors.
     static func realtimeFeed(_ configuration: ServerConfiguration, database: any SQLDatabase, hub: WebSocketHub,
-                             relayOnly: Bool, visits: EventBus, log: Log) -> RealtimeFeed {
+                             relayOnly: Bool, visits: EventBus, log: Log) throws -> RealtimeFeed {
         var limits = RealtimeLimits()
         if let perUser = configuration.realtimeConnectionsPerUser { limits.connectionsPerUser = perUser }
         limits.residentRelayOnly = relayOnly
         if !relayOnly {
             log.warning("no TURN: video calls use direct candidates, so a visitor's page sees the answering resident's IP addresses (set --turn-url in production)")
         }
-        let feed = RealtimeFeed(database: database, hub: hub, limits: limits, log: log)
+        // SQLite: the feed watches for auth changes itself (PostgreSQL: `authChanged`).
+        let watcher = try (database as? SQLiteDatabase).map { try SQLiteAuthWatcher(path: $0.path) }
+        let feed = RealtimeFeed(database: database, hub: hub, limits: limits, log: log, authChanges: watcher)
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.
         if !database.dialect.isSharedByInstances { feed.follow(visits) }
@@ -205,7 +212,7 @@ public final class Application: Sendable {
     }
 
     /// On PostgreSQL, one connection for every channel: events poke the feed, call messages
-    /// go to the feed's calls (decision 0040), push enqueues anywhere wake this worker,
+    /// go to the feed's calls (decision 0056), push enqueues anywhere wake this worker,
     /// auth changes reach the session cache, which waits on the listener's barrier and is
     /// off while its connection is down (decision 0043). Nil on SQLite (one instance).
     static func postgresListener(_ configuration: ServerConfiguration, database: any SQLDatabase, feed: RealtimeFeed,
@@ -216,7 +223,9 @@ public final class Application: Sendable {
         let listener = PostgresListener(url: configuration.databaseURL, channels: channels.map(\.rawValue),
                                         applicationName: instance?.listenerName ?? "portaria-listener", log: log) { notification in
             switch notification {
-            case .payload(NotificationChannel.auth.rawValue, let change): sessionCache.apply(notification: change)
+            case .payload(NotificationChannel.auth.rawValue, let change):
+                sessionCache.apply(notification: change)
+                feed.authChanged()
             case .payload(NotificationChannel.events.rawValue, let companyID): feed.poke(companyID: companyID)
             case .payload(NotificationChannel.calls.rawValue, let message): feed.relayed(message)
             case .payload(NotificationChannel.push.rawValue, _): worker.wake()

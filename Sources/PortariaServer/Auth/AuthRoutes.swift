@@ -48,7 +48,7 @@ struct AuthRoutes {
                 profile: Profile.decide(permissions: caller.permissions),
                 units: caller.membership.units,
                 permissions: Permissions.sorted(caller.permissions))
-            // Written by hand, not JSONEncoder: same bytes, a fifth of the CPU (decision 0045).
+            // Written by hand, not JSONEncoder: same bytes, a fifth of the CPU (decision 0051).
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: me.jsonBytes)
         }
     }

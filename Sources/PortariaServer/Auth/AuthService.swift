@@ -35,24 +35,32 @@ public struct AuthService: Sendable {
     public static let otpVerifiesPerIP = 30
     public static let day: TimeInterval = 86_400
 
-    /// Per-phone limits of SMS codes (decision 0013). Six digits against ten wrong tries a
-    /// day is a 1-in-100 000 chance per phone per day; the same daily cap and the doubling
-    /// gap between sends keep anyone from flooding a phone with SMS.
+    /// Limits of SMS codes (decisions 0013 and 0073). None of them lets a stranger who
+    /// knows a phone number lock its owner out: wrong codes count per (phone, address), so
+    /// only the guessing address is refused, and sends to a phone slow down to one an hour
+    /// but never stop for the day. Guessing stays bounded per phone by the codes
+    /// themselves: each dies after `otpMaxAttempts` tries, and a phone gets at most
+    /// `sendsPerPhonePerDay` codes at the doubling gap, then one an hour.
     public struct OTPLimits: Sendable {
-        /// Codes sent to one phone per 24 h.
+        /// Codes sent to one phone per 24 h at the doubling gap; past them, one an hour.
         public var sendsPerPhonePerDay = 10
         /// The wait before the second code of the day; it doubles with each further code,
-        /// up to an hour (0 turns the gap off; tests only).
+        /// up to an hour (0 turns the doubling gap off; tests only).
         public var firstResendGap: TimeInterval = 30
-        /// Wrong (or code-less) verifications of one phone per 24 h; past that the phone is
-        /// locked out — even the right code gets 429 — until the window ends.
+        /// Wrong (or code-less) verifications of one phone from one address per 24 h; past
+        /// that the address gets 429 for that phone — even with the right code — until the
+        /// window ends. Other addresses (the owner's phone) are not affected.
         public var failuresPerPhonePerDay = 10
         public init() {}
 
+        /// The longest wait between two codes to one phone.
+        static let longestGap: TimeInterval = 3600
+
         /// The wait required after the `sent`-th code of the day before the next one.
         func gap(afterSends sent: Int) -> TimeInterval {
+            if sent >= sendsPerPhonePerDay { return Self.longestGap }
             guard sent > 0, firstResendGap > 0 else { return 0 }
-            return min(firstResendGap * pow(2, Double(min(sent - 1, 20))), 3600)
+            return min(firstResendGap * pow(2, Double(min(sent - 1, 20))), Self.longestGap)
         }
     }
     public var otpLimits = OTPLimits()
@@ -235,10 +243,10 @@ public struct AuthService: Sendable {
         // Reads first: a refused send costs no write.
         let perIP = try await limiter.peek(ipBucket, window: Self.otpSendWindow, now: at)
         if perIP.count >= Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: perIP.retryAfter) }
-        let failures = try await limiter.peek("otp:verify:phone:" + phone, window: Self.day, now: at)
+        // An address that guessed this phone's codes too often gets no new one either.
+        let failures = try await limiter.peek(Self.failureBucket(phone: phone, address: clientAddress), window: Self.day, now: at)
         if failures.count >= limits.failuresPerPhonePerDay { throw Self.rateLimited(retryAfter: failures.retryAfter) }
         let today = try await limiter.peek(dayBucket, window: Self.day, now: at)
-        if today.count >= limits.sendsPerPhonePerDay { throw Self.rateLimited(retryAfter: today.retryAfter) }
         let gap = limits.gap(afterSends: today.count)
         if gap > 0 {
             let last = try await limiter.peek(gapBucket, window: gap, now: at)
@@ -247,10 +255,9 @@ public struct AuthService: Sendable {
         // One commit counts the send everywhere; a concurrent send to the same phone that
         // got there first makes this one a 429 (the transaction rolls back).
         try await database.write { db in
-            let day = try RateLimiter.hit(db, dayBucket, window: Self.day, now: at)
+            _ = try RateLimiter.hit(db, dayBucket, window: Self.day, now: at)
             let spaced = try RateLimiter.hit(db, gapBucket, window: max(gap, 1), now: at)
             let address = try RateLimiter.hit(db, ipBucket, window: Self.otpSendWindow, now: at)
-            if day.count > limits.sendsPerPhonePerDay { throw Self.rateLimited(retryAfter: day.retryAfter) }
             if gap > 0 && spaced.count > 1 { throw Self.rateLimited(retryAfter: spaced.retryAfter) }
             if address.count > Self.otpSendsPerIP { throw Self.rateLimited(retryAfter: address.retryAfter) }
         }
@@ -269,6 +276,11 @@ public struct AuthService: Sendable {
         } catch {
             log.error("sms code not delivered", ["error": .string(String(describing: error))])
         }
+    }
+
+    /// Wrong codes of one phone from one address (`OTPLimits.failuresPerPhonePerDay`).
+    static func failureBucket(phone: String, address: String) -> String {
+        "otp:verify:phone:" + phone + ":" + address
     }
 
     /// Six uniformly random digits (rejection sampling avoids modulo bias).
@@ -290,11 +302,12 @@ public struct AuthService: Sendable {
         let perIP = try await limiter.admit("otp:verify:ip:" + clientAddress, max: Self.otpVerifiesPerIP, window: Self.otpSendWindow, now: at)
         if !perIP.allowed { throw Self.rateLimited(retryAfter: perIP.window.retryAfter) }
         // Counted before the check (parallel guesses cannot outrun it) and taken back on
-        // success; a phone at its daily count is locked out, right code or not.
-        let phoneBucket = "otp:verify:phone:" + phone
+        // success; an address at its daily count for this phone is refused, right code or
+        // not — the owner, from another address, is not.
+        let phoneBucket = Self.failureBucket(phone: phone, address: clientAddress)
         let perPhone = try await limiter.admit(phoneBucket, max: otpLimits.failuresPerPhonePerDay, window: Self.day, now: at)
         if !perPhone.allowed {
-            log.warning("otp verification locked for a phone after too many failures")
+            log.warning("otp verification refused to an address after too many failures for a phone")
             throw Self.rateLimited(retryAfter: perPhone.window.retryAfter)
         }
         let presented = codeHash(phone: phone, code: body.code)

@@ -92,7 +92,7 @@ public struct Authenticator: Sendable {
     /// Authenticates and selects the company: `X-Company-Id`, or the only company the user
     /// has. A company the user is not in answers 404, as if it did not exist. The session
     /// and the membership are read in one `database.read`: two hand-offs to the read pool
-    /// per authenticated request were a tenth of `GET /v1/me`'s CPU (decision 0033).
+    /// per authenticated request were a tenth of `GET /v1/me`'s CPU (decision 0051).
     public func caller(_ request: HTTPRequest, requiring permission: String? = nil) async throws -> Caller {
         let claims = try verifiedClaims(request)
         let sessionID = claims.sid

@@ -1,6 +1,6 @@
 import PortariaCore
 
-/// Keeps the resident's IP addresses from the anonymous visitor (LGPD; issue 10 finding 8).
+/// Keeps the resident's IP addresses from the anonymous visitor (LGPD).
 ///
 /// A WebRTC peer announces its addresses as ICE candidates: `host` (the phone's own LAN or
 /// carrier address), `srflx`/`prflx` (its public address as a STUN server or the peer saw

@@ -34,6 +34,9 @@ public struct ServerConfiguration: Sendable {
     /// Browser origins allowed to open `/v1/realtime` besides the server's own.
     public var allowedOrigins: Set<String> = []
     public var gateLimit = 10
+    /// Rings per unit and per gate per minute across every address (`VisitsConfiguration`).
+    public var unitRingLimit = 6
+    public var gateRingLimit = 60
     public var loginLimit = 10
     public var maxBodySize = 1 << 20
     /// Connections one client address may hold (0: no limit). Behind `--trusted-proxies`
@@ -41,6 +44,13 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerIP = 1024
     /// Request bodies held in memory across all connections at once; beyond it, 503.
     public var maxBufferedBodyBytes = 128 << 20
+    /// Seconds a request head may take from the moment the connection could send it
+    /// (accepted, or its previous answer sent); then the connection is closed (decision 0061).
+    public var headTimeoutSeconds = 10
+    /// Seconds a request body gets after its head, plus one per `bodyMinRate` bytes received.
+    public var bodyTimeoutSeconds = 10
+    /// Bytes per second a body must average past its first `bodyTimeoutSeconds`.
+    public var bodyMinRate = 1024
     /// Days photos, voice messages and visitor locations are kept (LGPD).
     public var retentionDays = 90
     /// MiB of photos and voice messages one company's visitors may store per 24 h.
@@ -100,10 +110,15 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("trusted-proxies", help: "comma-separated proxy addresses/CIDRs whose X-Forwarded-For names the client"),
         OptionSpec("allowed-origins", help: "comma-separated browser origins allowed on /v1/realtime besides this server's own"),
         OptionSpec("gate-limit", help: "visits per source IP per minute at one gate (default 10)"),
+        OptionSpec("unit-ring-limit", help: "rings of one unit per minute from all addresses together (default 6)"),
+        OptionSpec("gate-ring-limit", help: "rings at one gate per minute from all addresses together (default 60)"),
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
         OptionSpec("max-connections-per-ip", help: "connections one client address may hold; 0 = no limit (default 1024; off behind --trusted-proxies)"),
-        OptionSpec("max-buffered-body-mb", help: "request bodies held in memory at once across connections, MiB (default 128)"),
+        OptionSpec("max-buffered-body-mb", help: "request bodies held in memory at once across connections, MiB (default 128); one address holds at most what is left free"),
+        OptionSpec("head-timeout-seconds", help: "a request head must arrive within this many seconds of the connection being ready for it (default 10)"),
+        OptionSpec("body-timeout-seconds", help: "a request body gets this many seconds after its head, plus 1 s per --body-min-rate bytes (default 10)"),
+        OptionSpec("body-min-rate", help: "bytes per second a request body must average past --body-timeout-seconds (default 1024)"),
         OptionSpec("retention-days", help: "days photos, voice messages and visitor locations are kept (default 90)"),
         OptionSpec("media-quota-mb", help: "MiB of photos and voice messages one company's visitors may store per 24 h (default 512)"),
         OptionSpec("request-log", help: "level of the per-request log lines: debug|info|warning (default info; debug with --demo, shown with PORTARIA_LOG_LEVEL=debug)"),
@@ -113,7 +128,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("push-poll-seconds", help: "push worker fallback poll (default 0.25 s on SQLite, 2 s on PostgreSQL; tests lengthen it)", hidden: true),
         OptionSpec("no-push-worker", takesValue: false, help: "deliver no pushes from this instance (tests: another instance must)", hidden: true),
         OptionSpec("otp-resend-gap-seconds", help: "wait before a phone's second SMS code of the day, doubling after (default 30; 0 for tests)", hidden: true),
-        OptionSpec("otp-failures-per-day", help: "wrong SMS codes per phone per 24 h before lockout (default 10)", hidden: true),
+        OptionSpec("otp-failures-per-day", help: "wrong SMS codes per phone from one address per 24 h before that address gets 429 (default 10)", hidden: true),
         OptionSpec("enable-bench-routes", takesValue: false, help: "routes for make bench", hidden: true),
         OptionSpec("realtime-connections-per-user", help: "realtime sockets per user (default 10; make bench raises it)", hidden: true),
         OptionSpec("session-cache-entries", help: "bearer checks kept in memory (default 20000; 0 reads every time, for A/B runs)", hidden: true),
@@ -171,10 +186,15 @@ public struct ServerConfiguration: Sendable {
         configuration.allowedOrigins = Set((options.value("allowed-origins") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.gateLimit = try options.integer("gate-limit", default: 10, range: 1...1_000_000)
+        configuration.unitRingLimit = try options.integer("unit-ring-limit", default: 6, range: 1...1_000_000)
+        configuration.gateRingLimit = try options.integer("gate-ring-limit", default: 60, range: 1...1_000_000)
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
         configuration.maxConnectionsPerIP = try options.integer("max-connections-per-ip", default: 1024, range: 0...1_000_000)
         configuration.maxBufferedBodyBytes = try options.integer("max-buffered-body-mb", default: 128, range: 8...65_536) << 20
+        configuration.headTimeoutSeconds = try options.integer("head-timeout-seconds", default: 10, range: 1...600)
+        configuration.bodyTimeoutSeconds = try options.integer("body-timeout-seconds", default: 10, range: 1...600)
+        configuration.bodyMinRate = try options.integer("body-min-rate", default: 1024, range: 1...(1 << 30))
         configuration.retentionDays = try options.integer("retention-days", default: 90, range: 1...3650)
         configuration.mediaQuotaMB = try options.integer("media-quota-mb", default: 512, range: 1...1_048_576)
         configuration.otpLimits.firstResendGap = TimeInterval(try options.integer("otp-resend-gap-seconds", default: 30, range: 0...3600))

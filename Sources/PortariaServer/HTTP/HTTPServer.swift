@@ -21,8 +21,13 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxBodySize: Int = 1 << 20
     /// Body bytes held in memory across every connection at once. Bodies are buffered
     /// whole (handlers get them in one piece); without a global bound, many connections
-    /// each sending just under `maxBodySize` add up to whatever they like.
+    /// each sending just under `maxBodySize` add up to whatever they like. Shared between
+    /// client addresses as `BodyBudget` says (decision 0060).
     public var maxBufferedBodyBytes: Int = 128 << 20
+    /// Absolute deadlines for a request head and a minimum rate for a body (decision 0061).
+    public var headTimeout: Duration = .seconds(10)
+    public var bodyGrace: Duration = .seconds(10)
+    public var bodyBytesPerSecond: Int = 1024
     /// Larger limits for particular routes (uploads), by method and path; nil keeps
     /// `maxBodySize`. Decided from the request line, before any body byte is read.
     public var bodyLimitOverride: @Sendable (_ method: String, _ path: String) -> Int? = { _, _ in nil }
@@ -49,8 +54,11 @@ public final class HTTPServer: Sendable {
     /// and finally "close" whatever reused it (a database connection). So the stop waits
     /// for every upgraded socket to come back, and a hand-back after the stop is a no-op.
     let upgrades = Locked(UpgradeLedger())
-    /// Body bytes currently buffered by all requests (see `maxBufferedBodyBytes`).
-    let bufferedBodyBytes = Locked(0)
+    /// Body bytes currently buffered, per client address (see `maxBufferedBodyBytes`).
+    let bodyBudget: Locked<BodyBudget>
+    /// Open connections and when their head or body is due; `sweeper` closes late ones.
+    let deadlines: Locked<RequestDeadlines>
+    let sweeper = Locked<Task<Void, Never>?>(nil)
     /// Connections suspended while their handler runs, and whether the daemon is stopping.
     /// libmicrohttpd aborts the process if it is stopped with a connection suspended, and
     /// a resume after the stop would touch freed memory: both are decided under this lock.
@@ -99,6 +107,10 @@ public final class HTTPServer: Sendable {
         self.router = router
         self.configuration = configuration
         self.log = log
+        bodyBudget = Locked(BodyBudget(capacity: configuration.maxBufferedBodyBytes))
+        deadlines = Locked(RequestDeadlines(policy: DeadlinePolicy(
+            head: configuration.headTimeout, bodyGrace: configuration.bodyGrace,
+            bodyBytesPerSecond: configuration.bodyBytesPerSecond)))
     }
 
     deinit {
@@ -140,6 +152,8 @@ public final class HTTPServer: Sendable {
         config.access_handler_cls = retained.toOpaque()
         config.completed_handler = portariaRequestCompleted
         config.completed_handler_cls = retained.toOpaque()
+        config.connection_handler = portariaConnectionNotified
+        config.connection_handler_cls = retained.toOpaque()
         config.log_sink = portariaLibraryLog
         guard let started = withUnsafePointer(to: &config, { portaria_mhd_start($0) }) else {
             retained.release()
@@ -153,6 +167,7 @@ public final class HTTPServer: Sendable {
         daemon.withLock { $0 = Daemon(pointer: started, retainedServer: retained) }
         servedPort.withLock { $0 = listeningPort }
         state.withLock { $0 = .running }
+        startSweeper()
     }
 
     /// Binds and listens without serving yet (connections wait in the backlog), so a busy
@@ -270,6 +285,7 @@ public final class HTTPServer: Sendable {
             return ledger.open
         }
         if unreleased > 0 { log.warning("shutdown: upgraded sockets not handed back", ["count": .number(Double(unreleased))]) }
+        stopSweeper()
         // Hand-backs and resumes that started before the flags were set finish first.
         while upgrades.current.releasing > 0 || handlers.current.resuming > 0 {
             try? await Task.sleep(for: .milliseconds(1))
@@ -282,16 +298,6 @@ public final class HTTPServer: Sendable {
         running.retainedServer.release()
     }
 
-    /// Claims `count` more buffered body bytes; false when the server-wide budget is spent.
-    func reserveBodyBytes(_ count: Int) -> Bool {
-        bufferedBodyBytes.withLock { total in
-            let (sum, overflow) = total.addingReportingOverflow(count)
-            guard !overflow, sum <= configuration.maxBufferedBodyBytes else { return false }
-            total = sum
-            return true
-        }
-    }
-
     /// Records a connection about to be suspended for its handler; false when the daemon
     /// is stopping (the caller answers at once instead of suspending).
     func suspending(_ context: RequestContext, _ connection: ConnectionHandle) -> Bool {
@@ -300,11 +306,6 @@ public final class HTTPServer: Sendable {
             state.suspended[ObjectIdentifier(context)] = (context, connection)
             return true
         }
-    }
-
-    func releaseBodyBytes(_ count: Int) {
-        guard count > 0 else { return }
-        bufferedBodyBytes.withLock { $0 -= count }
     }
 
     /// An upgraded socket was handed to a WebSocket (libmicrohttpd thread).

@@ -1,7 +1,7 @@
 import Foundation
 import PortariaCore
 
-/// JSON written by hand for the hottest answers (decision 0045): `JSONEncoder` was 23 % of
+/// JSON written by hand for the hottest answers (decision 0051): `JSONEncoder` was 23 % of
 /// the server's CPU under `GET /v1/me` once the bearer check came from memory (decision
 /// 0043). The output is what `JSONCoding.encoder()` writes for the same value — keys
 /// sorted, slashes unescaped, nil optionals left out — and decodes to the same value
@@ -121,7 +121,7 @@ extension MeResponse {
 
 /// `GET /v1/visits` and `GET /v1/visits/{id}` written by hand (decision 0051): the same
 /// bytes as `JSONCoding.encoder()` — keys sorted, nil optionals left out — which had been
-/// about half of the list's CPU (decision 0033). `HotResponseTests` compares bytes.
+/// about half of the list's CPU (decision 0051). `HotResponseTests` compares bytes.
 extension VisitPage {
     var jsonBytes: [UInt8] {
         var writer = JSONBytesWriter(capacity: 512 + visits.count * 1_024)

@@ -19,11 +19,12 @@ final class RequestContext: @unchecked Sendable {
     var bodyTooLarge = false
     /// Body bytes this request holds against the server-wide budget (released when it completes).
     var reservedBodyBytes = 0
-    /// The budget was spent: the body is discarded and the answer is 503.
+    /// The budget refused this request's bytes: the body is discarded and the answer is 503.
     var overBudget = false
-    /// `Content-Length` was claimed whole when the headers arrived (chunked bodies claim
-    /// their bytes as they come).
-    var bodyPrereserved = false
+    /// The client address as the body budget counts it (`AddressKey`: IPv6 by its /64).
+    let budgetAddress: String
+    /// The connection's entry in `HTTPServer.deadlines` (0: not tracked).
+    var connectionID: UInt = 0
     var maxBodySize = 0
     var response: HTTPResponse?
     var handlerStarted = false
@@ -33,6 +34,7 @@ final class RequestContext: @unchecked Sendable {
     init(server: HTTPServer, request: HTTPRequest) {
         self.server = server
         self.request = request
+        budgetAddress = request.limitAddress
     }
 }
 
@@ -71,6 +73,11 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, conte
     guard let mhdResponse else { return portaria_mhd_no }
     defer { MHD_destroy_response(mhdResponse) }
     for (name, value) in response.headers { _ = MHD_add_response_header(mhdResponse, name, value) }
+    // Every answer, JSON and errors included: a browser never guesses another type (and
+    // runs it) from the bytes of an answer.
+    if response.header("X-Content-Type-Options") == nil {
+        _ = MHD_add_response_header(mhdResponse, "X-Content-Type-Options", "nosniff")
+    }
     _ = MHD_add_response_header(mhdResponse, "X-Request-Id", context.request.requestID)
     return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
 }
@@ -91,6 +98,9 @@ private struct UpgradeHandle: @unchecked Sendable { let pointer: OpaquePointer }
 private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgrade,
                           on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
     context.status = 101
+    // The socket becomes the WebSocket's: no head or body deadline applies to it any more.
+    let id = context.connectionID
+    context.server.deadlines.withLock { $0.upgraded(id) }
     let box = Unmanaged.passRetained(UpgradeBox(upgrade, server: context.server)).toOpaque()
     guard let mhdResponse = MHD_create_response_for_upgrade({ cls, _, _, extraIn, extraInSize, socket, urh in
         let box = Unmanaged<UpgradeBox>.fromOpaque(cls!).takeRetainedValue()
@@ -141,17 +151,24 @@ func portariaAccessHandler(
             clientAddress: server.configuration.trustedProxies.clientAddress(
                 peer: SocketAddress.describe(portaria_mhd_client_address(connection)), forwardedFor: headers["x-forwarded-for"]))
         let context = RequestContext(server: server, request: request)
+        context.connectionID = connectionID(connection)
         context.maxBodySize = max(server.configuration.maxBodySize,
                                   server.configuration.bodyLimitOverride(request.method, request.path) ?? 0)
         server.inFlight.withLock { $0 += 1 }
         contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-        if let declared = headers["content-length"], Int(declared) == nil {
-            // Repeated Content-Length headers reach us joined ("5, 7"); libmicrohttpd frames
-            // the body by the first one. Ambiguous framing is refused (RFC 9112 §6.3), not
-            // guessed, and the connection is closed after the answer.
-            return queue(HTTPError.invalidRequest("conflicting Content-Length headers").response,
-                         on: connection, context: context)
+        if let refusal = ambiguousFraming(headers) {
+            // Refused, not guessed (RFC 9112 §6.1, §6.3): the bytes after this head cannot
+            // be told apart from a next request, so the connection is closed after the 400
+            // and nothing more on it is read. libmicrohttpd closes after an answer queued
+            // before the body, and `Connection: close` says so to the client.
+            var answer = HTTPError.invalidRequest(refusal).response
+            answer.headers.append(("Connection", "close"))
+            server.deadlines.withLock { $0.requestComplete(context.connectionID) }
+            return queue(answer, on: connection, context: context)
         }
+        let chunked = headers["transfer-encoding"] != nil
+        let declaresBody = chunked || (headers["content-length"].flatMap(Int.init) ?? 0) > 0
+        server.deadlines.withLock { $0.headReceived(context.connectionID, expectsBody: declaresBody, at: .now) }
         if let length = headers["content-length"].flatMap(Int.init) {
             context.declaredLength = length
             if length > context.maxBodySize {
@@ -164,6 +181,7 @@ func portariaAccessHandler(
                 // the 413. So read and discard the body, bounded, and answer when it is in.
                 let waitsForContinue = headers["expect"]?.lowercased().contains("100-continue") == true
                 if waitsForContinue || length > BodyDrain.byteLimit(forBodyLimit: context.maxBodySize) {
+                    server.deadlines.withLock { $0.requestComplete(context.connectionID) }
                     return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context)
                 }
                 context.bodyTooLarge = true
@@ -171,17 +189,9 @@ func portariaAccessHandler(
             }
             // Reserve what a small body needs, not what the client claims: a declared
             // length costs memory only as its bytes arrive (the array grows as they do).
+            // The budget is claimed by the bytes as they come (decision 0060), never by
+            // the declared length: announcing 1 MiB and sending one byte holds one byte.
             context.request.body.reserveCapacity(min(max(length, 0), 64 * 1024))
-            // A declared body claims its share of the server-wide budget now, before any
-            // byte is read: admission does not depend on how far the reading got.
-            if length > 0 {
-                if server.reserveBodyBytes(length) {
-                    context.reservedBodyBytes = length
-                    context.bodyPrereserved = true
-                } else {
-                    context.overBudget = true
-                }
-            }
         }
         return portaria_mhd_yes
     }
@@ -190,16 +200,20 @@ func portariaAccessHandler(
     // Body bytes.
     let size = uploadDataSize.pointee
     if size > 0 {
+        // A body slower than the minimum rate is dropped at its next byte (the sweep
+        // closes one that sends nothing at all).
+        let onTime = server.deadlines.withLock { $0.bodyReceived(context.connectionID, count: size, at: .now) }
+        guard onTime else { return portaria_mhd_no }
         if !context.bodyTooLarge && context.request.body.count + size > context.maxBodySize {
             context.bodyTooLarge = true
             context.request.body = []
         }
-        if !context.bodyTooLarge && !context.overBudget && !context.bodyPrereserved {
-            if server.reserveBodyBytes(size) {
+        if !context.bodyTooLarge && !context.overBudget {
+            if server.reserveBodyBytes(size, for: context.budgetAddress) {
                 context.reservedBodyBytes += size
             } else {
                 context.overBudget = true
-                server.releaseBodyBytes(context.reservedBodyBytes)
+                server.releaseBodyBytes(context.reservedBodyBytes, for: context.budgetAddress)
                 context.reservedBodyBytes = 0
                 context.request.body = []
             }
@@ -223,6 +237,7 @@ func portariaAccessHandler(
     }
 
     // The request is complete.
+    server.deadlines.withLock { $0.requestComplete(context.connectionID) }
     if context.bodyTooLarge { return queue(payloadTooLarge(context.maxBodySize), on: connection, context: context) }
     if context.overBudget {
         var busy = HTTPError(status: 503, code: .serviceUnavailable,
@@ -266,6 +281,25 @@ enum BodyDrain {
     static let timeLimit: Duration = .seconds(10)
 }
 
+/// Why a request's body framing is ambiguous, or nil when it is not: repeated
+/// `Content-Length` headers (they reach us joined: "5, 7"; libmicrohttpd would frame by the
+/// first), `Transfer-Encoding` together with `Content-Length` (a proxy in front may frame
+/// by the other one: request smuggling), or a transfer coding other than plain `chunked`,
+/// the only one libmicrohttpd decodes.
+func ambiguousFraming(_ headers: [String: String]) -> String? {
+    if let declared = headers["content-length"], Int(declared) == nil {
+        return "conflicting Content-Length headers"
+    }
+    guard let coding = headers["transfer-encoding"] else { return nil }
+    if headers["content-length"] != nil {
+        return "a request may not have both Content-Length and Transfer-Encoding"
+    }
+    if coding.trimmingCharacters(in: .whitespaces).lowercased() != "chunked" {
+        return "unsupported Transfer-Encoding; only chunked is accepted"
+    }
+    return nil
+}
+
 private func payloadTooLarge(_ limit: Int) -> HTTPResponse {
     HTTPError(status: 413, code: .payloadTooLarge,
               message: "the request body exceeds \(limit) bytes").response
@@ -279,8 +313,10 @@ func portariaRequestCompleted(
     contextSlot.pointee = nil
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
     context.server.inFlight.withLock { $0 -= 1 }
-    context.server.releaseBodyBytes(context.reservedBodyBytes)
+    context.server.releaseBodyBytes(context.reservedBodyBytes, for: context.budgetAddress)
     context.reservedBodyBytes = 0
+    // A kept-alive connection owes its next head from now.
+    context.server.deadlines.withLock { $0.answered(context.connectionID, at: .now) }
     let elapsed = ContinuousClock.now - context.startedAt
     let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
     var fields: [String: JSONValue] = [

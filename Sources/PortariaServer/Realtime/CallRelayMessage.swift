@@ -2,7 +2,7 @@ import Foundation
 import PortariaCore
 
 /// One message between instances about a video call, carried by PostgreSQL NOTIFY on
-/// `portaria_calls` (decision 0040). A call's state lives on one instance, its *owner*;
+/// `portaria_calls` (decision 0056). A call's state lives on one instance, its *owner*;
 /// the others forward what their sockets send (`signal`), say when a participant's sockets
 /// come and go (`presence`), and deliver what the owner sends to a participant they hold
 /// (`frame`); the owner says when it takes a call (`claimed`).

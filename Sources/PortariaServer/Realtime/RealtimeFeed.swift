@@ -86,7 +86,7 @@ public final class RealtimeFeed: Sendable {
         case endSession(String)
         case received(WebSocketConnection, String, InboundBudget)
         case call([CallDirective])
-        /// A `portaria_calls` notification from another instance (decision 0040).
+        /// A `portaria_calls` notification from another instance (decision 0056).
         case relayed(String)
         /// The calls' last directives before a stop; `done` runs once they are performed.
         case endCalls([CallDirective], done: @Sendable () -> Void)
@@ -98,7 +98,7 @@ public final class RealtimeFeed: Sendable {
 
     /// Video calls between the gate page and the device that answered (decision 0009).
     let calls: LiveCallRegistry
-    /// Names this process in the calls it owns across instances (decision 0040).
+    /// Names this process in the calls it owns across instances (decision 0056).
     public let instanceID: String
 
     private let stream: AsyncStream<Command>
@@ -106,9 +106,18 @@ public final class RealtimeFeed: Sendable {
     private let database: any SQLDatabase
     private let hub: WebSocketHub
     private let log: Log
+    /// SQLite: sees auth changes committed by any process (`portaria admin set-password`
+    /// included), so a delivery first closes the sockets whose session just ended.
+    private let authChanges: SQLiteAuthWatcher?
 
-    public init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared,
-                instanceID: String = UUID().uuidString.lowercased()) {
+    public convenience init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared,
+                            instanceID: String = UUID().uuidString.lowercased()) {
+        self.init(database: database, hub: hub, limits: limits, log: log, instanceID: instanceID, authChanges: nil)
+    }
+
+    init(database: any SQLDatabase, hub: WebSocketHub, limits: RealtimeLimits = .init(), log: Log = .shared,
+         instanceID: String = UUID().uuidString.lowercased(), authChanges: SQLiteAuthWatcher?) {
+        self.authChanges = authChanges
         self.limits = limits
         self.instanceID = instanceID
         self.calls = LiveCallRegistry(clock: ContinuousClock(), residentRelayOnly: limits.residentRelayOnly)
@@ -123,10 +132,11 @@ public final class RealtimeFeed: Sendable {
     public func start() {
         guard started.withLock({ started in defer { started = true }; return !started }) else { return }
         let (database, hub, calls, limits, log, stream, continuation) = (database, hub, calls, limits, log, stream, commands)
-        let instanceID = instanceID
+        let (instanceID, authChanges) = (instanceID, authChanges)
         tasks.withLock { tasks in
             let worker = Task {
-                let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log, instanceID: instanceID)
+                let state = FeedState(database: database, hub: hub, calls: calls, limits: limits, log: log, instanceID: instanceID,
+                                      authChanges: authChanges)
                 // AsyncStream hands out what it buffered even after finish() and cancellation:
                 // a stop drops the backlog instead of working through it.
                 for await command in stream {
@@ -163,6 +173,10 @@ public final class RealtimeFeed: Sendable {
     /// Closes the sockets of a session that ended on this instance (other instances
     /// notice at their next periodic check).
     public func endSession(_ sessionID: String) { commands.yield(.endSession(sessionID)) }
+    /// A session or a user's password changed somewhere (PostgreSQL's `portaria_auth`):
+    /// the sessions of live sockets are checked now, before any later event is delivered
+    /// (commands run in order), not at the next periodic check.
+    public func authChanged() { commands.yield(.checkSessions) }
     /// After a lost cross-instance connection: any company may have missed events.
     public func pokeAll() { commands.yield(.pokeAll) }
     /// A call message from another instance (the `portaria_calls` channel).
@@ -235,6 +249,7 @@ private final class FeedState {
     let calls: LiveCallRegistry
     let limits: RealtimeLimits
     let log: Log
+    let authChanges: SQLiteAuthWatcher?
     var companies: [String: Company] = [:]
     /// Socket → company, to find a leaving socket.
     var companyOf: [ObjectIdentifier: String] = [:]
@@ -242,7 +257,7 @@ private final class FeedState {
     /// scanning every socket on each join.
     var socketsPerKey: [String: Int] = [:]
 
-    // MARK: Calls across instances (PostgreSQL; decision 0040)
+    // MARK: Calls across instances (PostgreSQL; decision 0056)
 
     /// Whether other instances may hold a call's other participant.
     let relaysCalls: Bool
@@ -264,7 +279,9 @@ private final class FeedState {
         return "user:" + (subscriber.userID ?? "")
     }
 
-    init(database: any SQLDatabase, hub: WebSocketHub, calls: LiveCallRegistry, limits: RealtimeLimits, log: Log, instanceID: String) {
+    init(database: any SQLDatabase, hub: WebSocketHub, calls: LiveCallRegistry, limits: RealtimeLimits, log: Log, instanceID: String,
+         authChanges: SQLiteAuthWatcher?) {
+        self.authChanges = authChanges
         self.relaysCalls = database.dialect.isSharedByInstances
         self.instanceID = instanceID
         self.callStore = CallRelayStore(database: database)
@@ -334,7 +351,7 @@ private final class FeedState {
                 (try EventLog.since(db, companyID: companyID, seq: since, limit: window + 1), try EventLog.prunedThrough(db))
             } : ([], 0)
             if since > member.lastDelivered || missed.count > window || since < prunedThrough {
-                // Too far back, pruned (decision 0050), or a seq this log never issued: the
+                // Too far back, pruned (decision 0055), or a seq this log never issued: the
                 // client reconciles over REST.
                 connection.send(text: JSONValue.object(["type": .string("resync_required"),
                                                         "seq": .number(Double(member.lastDelivered))]).jsonText)
@@ -406,7 +423,14 @@ private final class FeedState {
     // MARK: Live delivery
 
     func deliver(companyID: String) async throws {
-        guard let company = companies[companyID] else { return }
+        guard var company = companies[companyID] else { return }
+        // A password set by `portaria admin` (another process) ends sessions without telling
+        // this one: before anything reaches a socket, sessions are checked if auth changed.
+        if let authChanges, !company.members.isEmpty, authChanges.check() != .unchanged {
+            try await checkSessions()
+            guard let current = companies[companyID] else { return }
+            company = current
+        }
         var after = company.lastSeq
         while true {
             let events = try await database.read { [after] db in try EventLog.since(db, companyID: companyID, seq: after, limit: 500) }
@@ -544,7 +568,7 @@ private final class FeedState {
         }
     }
 
-    // MARK: Calls across instances (decision 0040)
+    // MARK: Calls across instances (decision 0056)
 
     /// On PostgreSQL a call's state lives on one instance: the first that holds one of its
     /// participants and claims it in `calls`. Returns whether this instance owns it; if
@@ -803,7 +827,7 @@ private final class FeedState {
 }
 
 /// Which call a frame for a participant travels under to the instances holding that
-/// participant's other sockets (decision 0040): the frame's own call — a resident may take
+/// participant's other sockets (decision 0056): the frame's own call — a resident may take
 /// part in two calls owned here (two visits at once), and a frame of one must not travel
 /// under the other's id. An error frame that names no visit goes with the first owned call
 /// (by visit id) in which the participant is connected elsewhere.

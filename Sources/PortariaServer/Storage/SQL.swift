@@ -198,7 +198,7 @@ public enum TransactionLock: Sendable, Equatable {
 public enum NotificationChannel: String, Sendable {
     /// Payload: a company id whose event log grew.
     case events = "portaria_events"
-    /// Payload: a video-call message between instances (`CallRelayMessage`, decision 0040).
+    /// Payload: a video-call message between instances (`CallRelayMessage`, decision 0056).
     case calls = "portaria_calls"
     /// Payload: empty; push jobs were enqueued, so every instance's worker looks for work.
     case push = "portaria_push"

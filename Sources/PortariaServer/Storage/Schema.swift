@@ -32,7 +32,7 @@ public enum Schema {
         Migration(version: 10, name: "push_resolution_kinds", statements: pushResolutionKinds),
         Migration(version: 11, name: "calls_across_instances", statements: callsAcrossInstances),
         Migration(version: 12, name: "push_jobs_by_age", statements: [
-            // The retention sweep deletes finished jobs by age (decision 0050); without this
+            // The retention sweep deletes finished jobs by age (decision 0055); without this
             // it would scan the whole outbox every hour.
             .init("CREATE INDEX push_jobs_created ON push_jobs (created_at)"),
         ]),
@@ -45,7 +45,7 @@ public enum Schema {
         ]),
     ]
 
-    /// Video calls across instances on PostgreSQL (decision 0040): which instance owns
+    /// Video calls across instances on PostgreSQL (decision 0056): which instance owns
     /// each call in progress (the first to claim it), and the signalling messages too large
     /// for a NOTIFY payload. Unused on SQLite (one instance), created anyway so both
     /// dialects keep one schema.

@@ -7,8 +7,8 @@ import Glibc
 /// How the server asks glibc's allocator to give memory back, so that a long run's RSS
 /// follows what is live rather than the worst moment so far (docs/reliability.md, Soak).
 ///
-/// Measured with `malloc_stats()` on a server under `wrk -c100` (issue #9): 1.8–2.8 MB in
-/// use against 42 → 49 MB held, and RSS 77 → 84 MB in 40 s. Two causes:
+/// Without it, `malloc_stats()` on a server under `wrk -c100` shows 1.8–2.8 MB in use
+/// against 42 → 49 MB held, and RSS 77 → 84 MB in 40 s. Two causes:
 ///  - argon2id works in a 19 MiB block. glibc serves blocks that large with `mmap`, and when
 ///    one is freed it *raises* its mmap threshold to that size (and its trim threshold to
 ///    twice it): every later password check then takes its 19 MiB from an arena, and the

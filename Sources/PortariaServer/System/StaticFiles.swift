@@ -18,10 +18,7 @@ import PortariaCore
 /// Pages get a strict Content-Security-Policy: scripts, styles and connections to this
 /// origin only, no inline script, no framing, no referrer (the gate token is in the URL).
 ///
-/// Note for merging with the `push` branch (which has `Admin/StaticFiles.swift` serving
-/// `/admin/` only): this type keeps the same `init(root:)`, `defaultRoot()` and
-/// `register(on:section:)`, so one of the two files can go and a single
-/// `registerAll(on:)` call serves every section.
+/// One `registerAll(on:)` call serves every section.
 struct StaticFiles: Sendable {
     let root: String
 

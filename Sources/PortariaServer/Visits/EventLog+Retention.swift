@@ -1,6 +1,6 @@
 import Foundation
 
-/// Pruning the event log (decision 0050). Events exist for the realtime feed: live
+/// Pruning the event log (decision 0055). Events exist for the realtime feed: live
 /// delivery reads what was committed a moment ago and a reconnect replays at most
 /// `RealtimeLimits.replayWindow` events back, so a week of log is far more than either
 /// needs; they also carry visitor names, which LGPD says not to keep without a reason.

@@ -325,11 +325,14 @@ enum MediaSniffer {
                         duration = UInt64(read32(bytes, body + 16))
                     }
                     guard timescale > 0 else { throw .malformed("mvhd timescale is zero") }
-                    // Whole seconds and the remainder apart: remainder × 1000 < 2^42.
+                    // Whole seconds and the remainder apart: remainder × 1000 < 2^42. Both the
+                    // product and the sum are checked: a sum that wrapped would read as a
+                    // short recording (2^64 − 1 units at 999 a second read as 382 ms).
                     let (wholeMs, overflow) = (duration / timescale).multipliedReportingOverflow(by: 1000)
                     let partMs = duration % timescale * 1000 / timescale
-                    durationMs = overflow ? durationCapMilliseconds
-                        : Int(min(wholeMs.addingReportingOverflow(partMs).partialValue, UInt64(durationCapMilliseconds)))
+                    let (totalMs, sumOverflow) = wholeMs.addingReportingOverflow(partMs)
+                    durationMs = overflow || sumOverflow ? durationCapMilliseconds
+                        : Int(min(totalMs, UInt64(durationCapMilliseconds)))
                 default: break
                 }
                 index = boxEnd

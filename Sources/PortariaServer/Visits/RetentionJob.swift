@@ -4,7 +4,7 @@ import PortariaCore
 /// LGPD retention: photos, voice messages and visitor locations older than
 /// `--retention-days` are deleted; idempotency keys after 48 h; ended rate-limit windows;
 /// realtime events after 7 days and finished push jobs (with their attempts) after 30 —
-/// both bounded by the retention days too (decision 0050); sessions (with their refresh
+/// both bounded by the retention days too (decision 0055); sessions (with their refresh
 /// tokens) 30 days after they expired, SMS codes and their tokens a day after (decision
 /// 0055). Logs what it deleted.
 public actor RetentionJob {

@@ -14,6 +14,12 @@ enum VisitError: RenderableError {
     /// Too many requests from one address (gate views, visits, unknown tokens) or one
     /// visitor token (tickets).
     case rateLimited(retryAfter: Int)
+    /// The unit or the gate took all the rings its cap allows this minute, from every
+    /// address together. The message is the visitor's own sentence (pt-BR): the gate page
+    /// shows it as it comes.
+    case targetBusy(RingTarget, retryAfter: Int)
+    /// An address or a visit uploaded its share of the building's media quota (`MediaShares`).
+    case mediaShareSpent(MediaShareScope, retryAfter: Int)
     /// A visitor token used all its uploads.
     case uploadsSpent(limit: Int, retryAfter: Int)
     /// Cancelled or expired: nothing more happens to the visit.
@@ -47,7 +53,7 @@ enum VisitError: RenderableError {
         switch self {
         case .gateNotFound, .visitNotFound, .mediaNotFound: return 404
         case .unknownUnit, .invalidCursor, .mediaTooLong, .mediaMalformed: return 400
-        case .rateLimited, .uploadsSpent: return 429
+        case .rateLimited, .uploadsSpent, .targetBusy, .mediaShareSpent: return 429
         case .closed, .mediaFrozen, .alreadyResolved, .alreadyAnswered, .notAllowed, .callNotActive: return 409
         case .mediaQuotaExceeded: return 507
         case .mediaTooLarge: return 413
@@ -59,7 +65,7 @@ enum VisitError: RenderableError {
         switch self {
         case .gateNotFound, .visitNotFound, .mediaNotFound: return .notFound
         case .unknownUnit, .invalidCursor, .mediaTooLong, .mediaMalformed: return .invalidRequest
-        case .rateLimited, .uploadsSpent: return .rateLimited
+        case .rateLimited, .uploadsSpent, .targetBusy, .mediaShareSpent: return .rateLimited
         case .closed: return .visitClosed
         case .mediaFrozen: return .visitMediaFrozen
         case .alreadyResolved: return .visitAlreadyResolved
@@ -80,8 +86,16 @@ enum VisitError: RenderableError {
         case .unknownUnit: return "unit_id is not a unit of this gate"
         case .invalidCursor: return "cursor is not a cursor this server issued"
         case .rateLimited: return "too many requests from this address; try again later"
+        case .targetBusy(.unit, _): return "Esta unidade recebeu muitas chamadas agora. Aguarde um minuto e chame de novo."
+        case .targetBusy(.gate, _):
+            return "Esta portaria está recebendo muitas chamadas agora. Aguarde um minuto e chame de novo."
+        case .mediaShareSpent(.address, _):
+            return "visitors from this address used their share of this building's photos and voice messages for today"
+        case .mediaShareSpent(.visit, _): return "this visit used its share of this building's photos and voice messages"
         case .uploadsSpent(let limit, _): return "this visit has used its \(limit) uploads"
         case .closed(let status): return "the visit is already \(status.rawValue)"
+        case .mediaFrozen(let status) where status == .ringing || status == .unanswered:
+            return "a resident was already shown this visit's media: a stored photo or voice message can no longer change"
         case .mediaFrozen(let status):
             return "the visit is \(status.rawValue): its photo and voice message can no longer change"
         case .alreadyResolved(let resolution, let zone): return ResolutionText.alreadyResolved(resolution, timeZone: zone)
@@ -105,6 +119,10 @@ enum VisitError: RenderableError {
         case .invalidCursor: return ["field": "cursor"]
         case .rateLimited(let seconds), .uploadsSpent(_, let seconds):
             return ["retry_after": .number(Double(HTTPError.retryAfterSeconds(seconds)))]
+        case .targetBusy(let target, let seconds):
+            return ["retry_after": .number(Double(HTTPError.retryAfterSeconds(seconds))), "limit": .string(target.rawValue)]
+        case .mediaShareSpent(let scope, let seconds):
+            return ["retry_after": .number(Double(HTTPError.retryAfterSeconds(seconds))), "limit": .string(scope.rawValue)]
         case .closed(let status), .mediaFrozen(let status), .notAllowed(_, let status), .callNotActive(let status):
             return ["status": .string(status.rawValue)]
         case .alreadyResolved(let resolution, _):
@@ -120,11 +138,21 @@ enum VisitError: RenderableError {
 
     var headers: [(String, String)] {
         switch self {
-        case .rateLimited(let seconds), .uploadsSpent(_, let seconds):
+        case .rateLimited(let seconds), .uploadsSpent(_, let seconds), .targetBusy(_, let seconds), .mediaShareSpent(_, let seconds):
             return [("Retry-After", String(HTTPError.retryAfterSeconds(seconds)))]
         default: return []
         }
     }
+}
+
+/// Which cap across addresses refused a ring.
+enum RingTarget: String, Sendable {
+    case unit, gate
+}
+
+/// Which share of the media quota refused an upload.
+enum MediaShareScope: String, Sendable {
+    case address, visit
 }
 
 /// What a visitor token opens, resolved at the route edge (`VisitorAuthenticator`).

@@ -5,6 +5,12 @@ import PortariaCore
 public struct VisitsConfiguration: Sendable {
     /// Visits a source IP may create per minute at one gate (`--gate-limit`).
     public var gateLimit = 10
+    /// Rings one unit may receive per minute from every address together
+    /// (`--unit-ring-limit`; sizing in docs/ops.md).
+    public var unitRingLimit = 6
+    /// Rings one gate may place per minute from every address together
+    /// (`--gate-ring-limit`; sizing in docs/ops.md).
+    public var gateRingLimit = 60
     /// Photos and voice messages live here (`--data-dir`).
     public var dataDirectory = "./portaria-data"
     /// Photos, voice messages and visitor locations older than this are deleted.
@@ -23,6 +29,12 @@ public struct VisitsConfiguration: Sendable {
     /// Bytes of photos and voice messages a company's visitors may store per 24 h
     /// (`--media-quota-mb`); with the retention period it bounds a company's disk use.
     public var mediaBytesPerCompanyPerDay = 512 * 1024 * 1024
+    /// Shares of that quota, so anonymous visitors cannot spend it for everyone: one
+    /// address may upload a 1/`mediaAddressShareDivisor` of it per 24 h, one visit a
+    /// 1/`mediaVisitShareDivisor` over its life — never less than one photo and one voice
+    /// message (`MediaShares`).
+    public var mediaAddressShareDivisor = 8
+    public var mediaVisitShareDivisor = 64
     /// How long after the answer a visitor may still get relay credentials: the longest
     /// call (`CallSession.Limits.maxDuration`).
     public var callWindow: TimeInterval = 15 * 60
@@ -44,7 +56,7 @@ public struct VisitService: Sendable {
     let media: MediaStore
     let idempotency: IdempotencyStore
     let log: Log
-    /// This instance's push worker, for the gate POST's first rings (decision 0048).
+    /// This instance's push worker, for the gate POST's first rings (decision 0058).
     public let pushHandOff = PushHandOff()
     /// Called after a change that makes a ring step due now (a decline).
     let wakeScheduler: @Sendable () -> Void
@@ -163,12 +175,49 @@ public struct VisitService: Sendable {
 
     /// The gate's per-source limit (`--gate-limit` visits per minute at one gate from one
     /// address), counted by `createVisit`; the address also carries the unknown-token count.
+    ///
+    /// The unit and the gate also have caps across every address (`perUnit`, `perGate`
+    /// rings per window): a flood from many addresses cannot push to a unit's residents
+    /// without end. They are counted in the database, in the visit's own transaction, so
+    /// every instance shares them and the count is exact.
     public struct GateRateLimit: Sendable {
         /// The client address as limits key it (`AddressKey`).
         public var address: String
         public var max: Int
         public var window: TimeInterval = 60
+        public var perUnit: Int = .max
+        public var perGate: Int = .max
         func bucket(gateID: String) -> String { "gate-visit:\(gateID):\(address)" }
+        static func unitBucket(_ unitID: String) -> String { "ring-unit:" + unitID }
+        static func gateBucket(_ gateID: String) -> String { "ring-gate:" + gateID }
+    }
+
+    /// The target caps' count, taken as the transaction's last work (after the visit's
+    /// rows, before the event log's lock): the two bucket rows stay locked only from there
+    /// to COMMIT on PostgreSQL, not for the whole gate POST, so one busy gate keeps the
+    /// short lock hold of decision 0047. Over a cap, the throw rolls the whole visit back.
+    private final class TargetCount {
+        let unitID: String
+        let gateID: String
+        let limit: GateRateLimit
+        let now: Date
+        init(unitID: String, gateID: String, limit: GateRateLimit, now: Date) {
+            self.unitID = unitID
+            self.gateID = gateID
+            self.limit = limit
+            self.now = now
+        }
+
+        func run(_ db: any SQLConnection) throws {
+            if limit.perUnit != .max {
+                let unit = try RateLimiter.hit(db, GateRateLimit.unitBucket(unitID), window: limit.window, now: now)
+                if unit.count > limit.perUnit { throw VisitError.targetBusy(.unit, retryAfter: unit.retryAfter) }
+            }
+            if limit.perGate != .max {
+                let gate = try RateLimiter.hit(db, GateRateLimit.gateBucket(gateID), window: limit.window, now: now)
+                if gate.count > limit.perGate { throw VisitError.targetBusy(.gate, retryAfter: gate.retryAfter) }
+            }
+        }
     }
 
     static func rateLimited(_ window: RateLimiter.Window) -> VisitError {
@@ -193,8 +242,18 @@ public struct VisitService: Sendable {
         let gate: Gate
         if let rateLimit {
             gate = try await openGate(token: gateToken, address: rateLimit.address)
-            let seen = try await RateLimiter(database: database).peek(rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
+            let limiter = RateLimiter(database: database)
+            let seen = try await limiter.peek(rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
             if seen.count >= rateLimit.max { throw Self.rateLimited(seen) }
+            // A unit or gate already at its cap is refused with reads only.
+            if rateLimit.perUnit != .max {
+                let unit = try await limiter.peek(GateRateLimit.unitBucket(request.unitID), window: rateLimit.window, now: now)
+                if unit.count >= rateLimit.perUnit { throw VisitError.targetBusy(.unit, retryAfter: unit.retryAfter) }
+            }
+            if rateLimit.perGate != .max {
+                let ringsHere = try await limiter.peek(GateRateLimit.gateBucket(gate.id), window: rateLimit.window, now: now)
+                if ringsHere.count >= rateLimit.perGate { throw VisitError.targetBusy(.gate, retryAfter: ringsHere.retryAfter) }
+            }
         } else {
             gate = try await self.gate(token: gateToken)
         }
@@ -215,6 +274,11 @@ public struct VisitService: Sendable {
                 SELECT id, delivery_rule, ring_mode, ring_step_seconds, ring_window_seconds FROM units WHERE id = ? AND company_id = ?
                 """, .text(request.unitID), .text(gate.companyID)) else {
                 return .unknownUnit
+            }
+            if let rateLimit {
+                _ = db.lastWork("ring-target-count", make: {
+                    TargetCount(unitID: request.unitID, gateID: gate.id, limit: rateLimit, now: now)
+                }, run: { count, db in try count.run(db) })
             }
             let rule = try unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
             let mode = try unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
@@ -315,9 +379,13 @@ public struct VisitService: Sendable {
     ///
     /// Media is evidence a resident decides on: once the visit is answered or resolved it
     /// is frozen (409 `VISIT_MEDIA_FROZEN`), checked again under the visit's row lock so a
-    /// decision racing the upload wins. Uploads count per token (`uploadsPerVisit`, 429)
-    /// and bytes per company and day (`mediaBytesPerCompanyPerDay`, 507).
-    func visitorUpload(_ access: VisitorAccess, kind: MediaKind, body: [UInt8]) async throws -> PublicVisit {
+    /// decision racing the upload wins. A photo or voice message already stored is also
+    /// fixed once the ring moved past its first step (a decline, a step's timeout) or the
+    /// visit waits as a pendência: the next resident sees what the first one was shown
+    /// (decision 0072); one not yet stored may still be added. Uploads count per token
+    /// (`uploadsPerVisit`, 429), bytes per company and day (`mediaBytesPerCompanyPerDay`,
+    /// 507), and bytes per address and per visit (`MediaShares`, 429).
+    func visitorUpload(_ access: VisitorAccess, kind: MediaKind, body: [UInt8], address: String) async throws -> PublicVisit {
         let visitID = access.visitID
         let id = visitID.rawValue
         try Self.checkMediaOpen(access.status)
@@ -350,9 +418,11 @@ public struct VisitService: Sendable {
         let companyID = access.companyID
         let quota = configuration.mediaBytesPerCompanyPerDay
         let size = stored.bytes.count
-        // Checked before the file is written (a read), and again in the transaction.
+        let shares = MediaShares(quotaBytes: quota, configuration: configuration, address: address, visitID: id)
+        // Checked before the file is written (reads), and again in the transaction.
         let used = try await database.read { db in try Self.mediaBytesToday(db, companyID: companyID, now: now) }
         if used + size > quota { throw VisitError.mediaQuotaExceeded(quotaBytes: quota) }
+        try await shares.check(RateLimiter(database: database), adding: size, now: now)
         let path = try media.write(stored.bytes, companyID: companyID, visitID: id, mediaID: mediaID, ext: stored.ext)
         do {
             let (visit, replaced, events) = try await database.write { db -> (Visit, String?, [EventRecord]) in
@@ -362,6 +432,8 @@ public struct VisitService: Sendable {
                     throw VisitError.mediaQuotaExceeded(quotaBytes: quota)
                 }
                 let old = try db.queryOne("SELECT path FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))?.string("path")
+                if old != nil, try Self.residentWasShown(db, row: row) { throw VisitError.mediaFrozen(row.status) }
+                try shares.count(db, adding: size, now: now)
                 try db.execute("DELETE FROM visit_media WHERE visit_id = ? AND kind = ?", .text(id), .text(kind.rawValue))
                 try db.execute("""
                     INSERT INTO visit_media (id, visit_id, kind, content_type, byte_size, duration_ms, path, created_at)
@@ -396,6 +468,17 @@ public struct VisitService: Sendable {
         case .cancelled, .expired:
             throw VisitError.closed(status)
         }
+    }
+
+    /// Whether a resident other than the first one rung may already see the visit's media
+    /// as it is: the visit waits as a pendência, or the ring moved past its first step
+    /// (someone declined, or a step timed out and the next resident was rung).
+    static func residentWasShown(_ db: any SQLConnection, row: VisitRow) throws -> Bool {
+        if row.status == .unanswered { return true }
+        return try db.queryOne("""
+            SELECT 1 AS moved FROM visit_attempts
+            WHERE visit_id = ? AND (kind IN ('decline', 'timeout') OR (kind = 'ring' AND step > 0)) LIMIT 1
+            """, .id(row.id)) != nil
     }
 
     /// Bytes of media a company's visitors stored in the 24 h before `now`.

@@ -59,10 +59,13 @@ public final class VisitsModule: Sendable {
         let authenticator = authenticator
         let visitors = visitors
         let gateLimit = configuration.gateLimit
+        let unitRingLimit = configuration.unitRingLimit
+        let gateRingLimit = configuration.gateRingLimit
 
         // MARK: Gate (public)
         // Limits are fixed windows in the database, shared by instances, per (gate, source
-        // address) for real gates and per source address for unknown tokens.
+        // address) for real gates and per source address for unknown tokens; rings also
+        // per unit and per gate across every address.
         router.get("/v1/gates/{gate_token}") { request in
             let token = try request.parameter("gate_token")
             return .json(try await service.gateInfo(token: token, address: request.limitAddress, viewLimit: Swift.max(60, gateLimit * 6)))
@@ -71,7 +74,8 @@ public final class VisitsModule: Sendable {
             let token = try request.parameter("gate_token")
             let body = try VisitService.validate(try request.decode(CreateVisitRequest.self))
             // Counted inside the creation transaction: one commit per visit, not two.
-            let rateLimit = VisitService.GateRateLimit(address: request.limitAddress, max: gateLimit)
+            let rateLimit = VisitService.GateRateLimit(address: request.limitAddress, max: gateLimit,
+                                                       perUnit: unitRingLimit, perGate: gateRingLimit)
             return .json(try await service.createVisit(gateToken: token, request: body, rateLimit: rateLimit), status: 201)
         }
 
@@ -80,7 +84,8 @@ public final class VisitsModule: Sendable {
         router.post("/v1/visitor/visit/cancel") { request in .json(try await service.visitorCancel(try await visitors.access(request))) }
         for kind in [MediaKind.photo, .voiceMessage] {
             router.post("/v1/visitor/visit/\(kind.rawValue)") { request in
-                .json(try await service.visitorUpload(try await visitors.access(request), kind: kind, body: request.body))
+                .json(try await service.visitorUpload(try await visitors.access(request), kind: kind, body: request.body,
+                                                      address: request.limitAddress))
             }
         }
 

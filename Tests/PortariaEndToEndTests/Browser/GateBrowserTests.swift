@@ -172,6 +172,26 @@ struct GateBrowserTests {
         }
     }
 
+    @Test("A unit rung too often from every address: the server's own Portuguese sentence is shown")
+    func unitCapShowsTheServersSentence() async throws {
+        try await TestServer.with(["--demo", "--unit-ring-limit", "1"]) { server in
+            // A-102's one ring of this minute.
+            _ = try await RealtimeTests.ring(server, unit: "A-102")
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+                try await browser.waitFor("the unit list") {
+                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+                }
+                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-102']"))
+                try await browser.type(try await browser.find(css: "#name"), "Rafael")
+                try await browser.click(css: "#ring")
+                let message = try await browser.waitForText("#form-error", containing: "Esta unidade")
+                #expect(message == "Esta unidade recebeu muitas chamadas agora. Aguarde um minuto e chame de novo.")
+                #expect(try await browser.visibleText("#view-form") != nil, "the form stays, ready for another try")
+            }
+        }
+    }
+
     @Test("An unknown gate token shows a clear error, and a missing unit or name is explained")
     func unknownGateAndMissingFields() async throws {
         try await TestServer.with(["--demo"]) { server in

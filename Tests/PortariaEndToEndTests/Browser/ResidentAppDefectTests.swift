@@ -2,10 +2,10 @@ import Foundation
 import PortariaCore
 import Testing
 
-/// The four defects a new resident hit in `/app/` (issue 13), each in headless Chromium
-/// against the real `portaria serve --demo`. Each of these failed on the app before the
-/// fix: the browser's zone, a logout that dropped the tap, five retries of a 409 ending in
-/// English, and a sentence built from `resolved_by.name` that ignored `via`.
+/// Four ways `/app/` could mislead a resident, each in headless Chromium against the real
+/// `portaria serve --demo`: times in the browser's zone instead of the condominium's, a
+/// logout that drops the tap, a final 409 retried and shown in English, and a sentence
+/// built from `resolved_by.name` that ignores `via`.
 @Suite("Resident web app defects in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
 struct ResidentAppDefectTests {
     let app = ResidentAppBrowserTests()

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// The resident web app's other screens (issue 13, item 4) in headless Chromium against
+/// The resident web app's other screens in headless Chromium against
 /// the real `portaria serve --demo`: the SMS-code login with the company choice, the visit
 /// detail (photo, where the visitor was, attempts timeline) and the settings (delivery
 /// rule, ring order, devices, notification permission).

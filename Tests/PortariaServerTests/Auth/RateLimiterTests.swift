@@ -61,6 +61,25 @@ struct RateLimiterTests {
         }
     }
 
+    @Test("a hit with an amount counts it at once, and a new window starts at that amount", arguments: VisitsFixture.backends)
+    func hitWithAnAmount(backend: Backend) async throws {
+        try await StorageFixture.with(backend) { fixture in
+            try await Migrator().migrate(fixture.database)
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            let first = try await fixture.database.write { db in try RateLimiter.hit(db, "kib", window: 60, now: now, amount: 2048) }
+            #expect(first.count == 2048)
+            let second = try await fixture.database.write { db in
+                try RateLimiter.hit(db, "kib", window: 60, now: now.addingTimeInterval(5), amount: 1000)
+            }
+            #expect(second.count == 3048)
+            #expect(second.retryAfter == 55)
+            let later = try await fixture.database.write { db in
+                try RateLimiter.hit(db, "kib", window: 60, now: now.addingTimeInterval(61), amount: 7)
+            }
+            #expect(later.count == 7)
+        }
+    }
+
     @Test("prune deletes ended windows and keeps live ones", arguments: VisitsFixture.backends)
     func prune(backend: Backend) async throws {
         try await StorageFixture.with(backend) { fixture in

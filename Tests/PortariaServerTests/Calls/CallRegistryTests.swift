@@ -265,7 +265,7 @@ struct CallRegistryTests {
     }
 }
 
-/// What a visitor may learn of a resident's network (issue 10 finding 8).
+/// What a visitor may learn of a resident's network.
 @Suite("Candidate privacy")
 struct CandidatePrivacyTests {
     @Test("only relay candidates pass, with their related address blanked", arguments: [

@@ -3,7 +3,7 @@ import PortariaCore
 import Testing
 @testable import PortariaServer
 
-/// The messages instances exchange about calls on NOTIFY `portaria_calls` (decision 0040).
+/// The messages instances exchange about calls on NOTIFY `portaria_calls` (decision 0056).
 @Suite("Call relay messages")
 struct CallRelayMessageTests {
     static let resident = CallPeer.resident(userID: "u-1", deviceID: "phone-1")

@@ -3,7 +3,7 @@ import PortariaCore
 @testable import PortariaServer
 import Testing
 
-/// Decision 0040's leftover: a frame relayed to a participant's other instance travels under
+/// Decision 0056's leftover: a frame relayed to a participant's other instance travels under
 /// its own call, not the first owned call in which that participant is connected elsewhere.
 @Suite("Call frames relayed under their own call")
 struct CallRelayRouteTests {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import PortariaServer
 
-/// The hand-written `GET /v1/me` body (decision 0045) against `JSONCoding.encoder()`: the
+/// The hand-written `GET /v1/me` body (decision 0051) against `JSONCoding.encoder()`: the
 /// same bytes for ordinary values, and for hostile strings (quotes, backslashes, every
 /// control character, non-BMP scalars, U+2028) and nil optionals the same bytes and the
 /// same value once decoded.

@@ -6,9 +6,9 @@ import Testing
 import Glibc
 #endif
 
-/// Shutdown must never resume a connection after `MHD_stop_daemon` freed it (issue 10,
-/// finding 11): a handler that outlives the grace period is awaited, and one that outlives
-/// even that finds the daemon marked stopped and leaves the connection alone.
+/// Shutdown must never resume a connection after `MHD_stop_daemon` freed it: a handler
+/// that outlives the grace period is awaited, and one that outlives even that finds the
+/// daemon marked stopped and leaves the connection alone.
 @Suite("HTTP server shutdown", .serialized)
 struct ShutdownTests {
     /// GET `path` on 127.0.0.1:`port`; the status, or nil when the connection closed first.

@@ -118,7 +118,7 @@ struct APNsTests {
             #expect(sink.attempts.current.first?.httpStatus == 410)
 
             // No more rings to that token: the next ring is a time-sensitive alert on the
-            // push token (an iPhone without a VoIP token still rings, issue #14).
+            // push token (an iPhone without a VoIP token still rings).
             let again = try await fixture.enqueue(PushRequest(userID: maria, kind: .visitRing, message: ringMessage(),
                                                               deadline: Date().addingTimeInterval(20)))
             #expect(again.map(\.tokenKind) == [.push])

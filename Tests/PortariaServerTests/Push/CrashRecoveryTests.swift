@@ -86,7 +86,7 @@ struct CrashRecoveryTests {
         _ = await waitForExit(server, within: .seconds(10))
     }
 
-    @Test("a ring claimed inside the gate POST's own transaction and killed on the wire is sent again at restart — at once on SQLite, not a lease later (decision 0048)",
+    @Test("a ring claimed inside the gate POST's own transaction and killed on the wire is sent again at restart — at once on SQLite, not a lease later (decision 0058)",
           .enabled(if: available))
     func killMinus9AfterHandOff() async throws {
         let pki = try await TestPKI.make()

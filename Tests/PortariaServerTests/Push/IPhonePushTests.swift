@@ -3,7 +3,7 @@ import Foundation
 @testable import PortariaServer
 import Testing
 
-/// What an iPhone needs from the server (issue #14), through the production path: a
+/// What an iPhone needs from the server, through the production path: a
 /// visit written by the visits module (gate POST, resolve, the ring scheduler on a manual
 /// clock) → the outbox rows of the same transaction → the push worker → HTTP/2 → the
 /// local APNs and FCM fakes, on SQLite and PostgreSQL.

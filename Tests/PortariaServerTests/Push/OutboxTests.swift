@@ -169,7 +169,7 @@ struct OutboxTests {
         }
     }
 
-    @Test("a retry wakes its worker when it falls due, however long the poll (decision 0040)", arguments: backends)
+    @Test("a retry wakes its worker when it falls due, however long the poll (decision 0056)", arguments: backends)
     func retryWakesTheWorker(backend: Backend) async throws {
         try await PushFixture.with(backend) { fixture in
             try await fixture.register("maria")

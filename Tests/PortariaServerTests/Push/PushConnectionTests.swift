@@ -4,7 +4,7 @@ import PortariaCore
 import PortariaTestSupport
 import Testing
 
-/// Issue #15: pushes to one provider share one TCP connection however many are in flight,
+/// Pushes to one provider share one TCP connection however many are in flight,
 /// the server's stream limit and the client's own are both honoured (the excess waits),
 /// and libcurl easy handles are reused instead of made per push. The fake APNs counts
 /// the TCP connections it accepts and the streams open at once on its side.

@@ -1,9 +1,8 @@
 import Foundation
 
-/// Crafted uploads of the crash class of issue 9: numbers read from the file that used
-/// to reach arithmetic that traps (overflow, `Int(_:)` of NaN or of a huge Double,
-/// `Int64(_:)` of a UInt64 over 2^63). Each crashed `portaria serve` before the parsers
-/// used checked arithmetic. The same bytes are the `crash-*` seeds of
+/// Crafted uploads whose numbers, read from the file, reach arithmetic that traps unless
+/// it is checked (overflow, `Int(_:)` of NaN or of a huge Double, `Int64(_:)` of a UInt64
+/// over 2^63): each would stop `portaria serve` without the parsers' checked arithmetic. The same bytes are the `crash-*` seeds of
 /// `fuzz/corpus/media-voice/` (written by `scripts/fuzz --make-seeds`), which the
 /// end-to-end test posts to the real binary.
 enum HostileMedia {
@@ -77,6 +76,17 @@ enum HostileMedia {
         return S.box("ftyp", Array("M4A ".utf8) + S.be32(0) + Array("M4A isom".utf8)) + S.box("moov", mvhd + trak)
     }
 
+    /// An M4A whose movie header (version 1) claims 18 446 744 073 709 551 × 999 + 998
+    /// units at 999 a second: whole milliseconds fit in 64 bits, but adding the last
+    /// second's 998 ms wrapped, and the file read as 382 ms long.
+    static func m4aDurationSumWraps() -> [UInt8] {
+        let units = UInt64(18_446_744_073_709_551) * 999 + 998
+        let mvhd = S.box("mvhd", [1, 0, 0, 0] + be64(0) + be64(0) + S.be32(999) + be64(units) + [UInt8](repeating: 0, count: 80))
+        let stsd = S.box("stsd", [0, 0, 0, 0] + S.be32(1) + S.box("mp4a", [UInt8](repeating: 0, count: 28)))
+        let trak = S.box("trak", S.box("mdia", S.box("minf", S.box("stbl", stsd))))
+        return S.box("ftyp", Array("M4A ".utf8) + S.be32(0) + Array("M4A isom".utf8)) + S.box("moov", mvhd + trak)
+    }
+
     /// The crafted voice messages, by the seed file name they have in the fuzz corpus.
     static let voiceCrashes: [(name: String, bytes: [UInt8])] = [
         ("crash-ogg-granule-overflow-48-bytes", oggGranuleOverflow()),
@@ -88,5 +98,6 @@ enum HostileMedia {
         ("crash-webm-duration-infinity", webmDurationInfinite()),
         ("crash-m4a-huge-64-bit-box-size", m4aHugeLargeSize()),
         ("hostile-m4a-huge-duration", m4aHugeDuration()),
+        ("hostile-m4a-duration-sum-wraps", m4aDurationSumWraps()),
     ]
 }

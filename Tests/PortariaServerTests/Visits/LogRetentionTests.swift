@@ -4,7 +4,7 @@ import PortariaCore
 import Testing
 
 /// The retention sweep over the tables that grow with every visit: the event log and the
-/// push outbox (decision 0050). Photos, voice messages and locations: `VisitFlowTests`.
+/// push outbox (decision 0055). Photos, voice messages and locations: `VisitFlowTests`.
 @Suite("Retention of events and push jobs", .serialized)
 struct LogRetentionTests {
     static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import PortariaServer
 
-/// Regression tests for the crash class of issue 9: every input here used to trap (or
-/// is of the same family the fuzzers explore) and must now end in a thrown
-/// `MediaSniffer.Failure`, which the upload route answers with a 4xx.
+/// Regression tests for parsers that trust numbers read from the file: every input here
+/// makes unchecked arithmetic trap (or is of the family the fuzzers explore) and must end
+/// in a thrown `MediaSniffer.Failure`, which the upload route answers with a 4xx.
 @Suite("Media parsers on hostile input: a Failure, never a trap")
 struct MediaSnifferHostileInputTests {
     typealias Failure = MediaSniffer.Failure
@@ -115,6 +115,11 @@ struct MediaSnifferHostileInputTests {
     @Test("an M4A movie header of 2^64 − 1 seconds is too long, not a trap")
     func m4aHugeDuration() {
         #expect(voiceFailure(HostileMedia.m4aHugeDuration()) == .tooLong(Self.cap))
+    }
+
+    @Test("an M4A whose duration's milliseconds overflow only in the final sum is too long, not 382 ms")
+    func m4aDurationSumWraps() {
+        #expect(voiceFailure(HostileMedia.m4aDurationSumWraps()) == .tooLong(Self.cap))
     }
 
     @Test("every crafted voice message in the list ends in a Failure")

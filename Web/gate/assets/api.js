@@ -17,8 +17,13 @@ const FIELD_MESSAGES = {
   voice_message: "O recado precisa ter no máximo 60 segundos.",
 };
 
-/** The pt-BR sentence for an HTTP error answer (`what` names the action, e.g. "a foto"). */
-export function describe(status, code, field, retryAfter, what) {
+/**
+ * The pt-BR sentence for an HTTP error answer (`what` names the action, e.g. "a foto").
+ * `serverSentence`: the server's own message when it wrote one for visitors (a unit's or
+ * a gate's ring cap, `limit` "unit" or "gate"); it is shown as it comes.
+ */
+export function describe(status, code, field, retryAfter, what, serverSentence = "") {
+  if (status === 429 && serverSentence) return serverSentence;
   if (status === 429) {
     return retryAfter > 60
       ? `Muitas chamadas; aguarde ${Math.ceil(retryAfter / 60)} minutos.`
@@ -38,6 +43,12 @@ export function describe(status, code, field, retryAfter, what) {
   return `Não deu certo (erro ${status}). Tente de novo.`;
 }
 
+/** The message of a ring cap's 429, which the server words for the visitor (pt-BR). */
+function visitorSentence(error) {
+  const forVisitor = error.limit === "unit" || error.limit === "gate";
+  return forVisitor && typeof error.message === "string" ? error.message.slice(0, 200) : "";
+}
+
 function capitalize(text) {
   return text ? text[0].toUpperCase() + text.slice(1) : "O envio";
 }
@@ -50,7 +61,7 @@ export function request(method, path, { body, token, what = "", timeoutMs = 2000
   return shared.request(method, path, {
     body, token, timeoutMs,
     describe: (status, error, retryAfter) => describe(status, error.code || "",
-      typeof error.field === "string" ? error.field : "", retryAfter, what),
+      typeof error.field === "string" ? error.field : "", retryAfter, what, visitorSentence(error)),
     transport: {
       offline: "Sem conexão com a portaria. Verifique a internet e tente de novo.",
       timedOut: "A portaria demorou demais para responder. Verifique a internet e tente de novo.",

@@ -113,8 +113,13 @@ export class VoiceRecorder {
     return mediaAvailable() && typeof MediaRecorder !== "undefined";
   }
 
+  // AAC in MP4 first, wherever the browser records it (Safari; Chrome and Edge where the
+  // platform has an AAC encoder): the iPhone app's player and every browser play it.
+  // WebM/Ogg Opus otherwise (Firefox, other Chromium builds), which browsers play and the
+  // iPhone app cannot (decision 0077). Never a bare "audio/mp4": Chrome would put Opus in
+  // it, which neither the server's sniffer nor the iPhone accepts.
   static mimeType() {
-    for (const type of ["audio/webm;codecs=opus", "audio/ogg;codecs=opus", "audio/webm"]) {
+    for (const type of ["audio/mp4;codecs=mp4a.40.2", "audio/webm;codecs=opus", "audio/ogg;codecs=opus", "audio/webm"]) {
       if (MediaRecorder.isTypeSupported && MediaRecorder.isTypeSupported(type)) return type;
     }
     return "";

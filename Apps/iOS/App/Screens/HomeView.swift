@@ -77,8 +77,21 @@ struct HomeView: View {
         ForEach(row.actions, id: \.action) { action in
             Button(action.title) { Task { await home.resolve(visitID: row.id, action: action.action) } }
                 .buttonStyle(.bordered)
-                .tint(action.action == .authorize ? .green : (action.action == .deny ? .red : .accentColor))
+                .tint(DecisionTint.color(for: action.action))
                 .accessibilityLabel(action.accessibilityLabel)
+        }
+    }
+}
+
+/// A decision button's colour: Autorizar green, Negar red, the rest the accent colour.
+/// A function rather than a nested ternary of implicit members, which the type checker
+/// resolves slowly against `tint`'s overloads.
+enum DecisionTint {
+    static func color(for action: ResolutionAction) -> Color {
+        switch action {
+        case .authorize: return .green
+        case .deny: return .red
+        default: return .accentColor
         }
     }
 }

@@ -13,15 +13,13 @@ struct SettingsView: View {
     var body: some View {
         let settings = app.settings
         let state = settings.state
-        // The same order as `notificationLines` (problems first), for the colour.
-        let statuses = state.notificationStatuses.sorted { $0.isProblem && !$1.isProblem }
         Form {
             if let error = state.error {
                 Section { Text(error).foregroundStyle(.red).accessibilityLabel(ClientText.errorAccessibility(error)) }
             }
             Section(ClientText.notificationsTitle) {
-                ForEach(Array(state.notificationLines.enumerated()), id: \.offset) { index, line in
-                    Text(line).foregroundStyle(statuses[index].isProblem ? Color.orange : Color.primary)
+                ForEach(Array(state.notificationLines.enumerated()), id: \.offset) { _, line in
+                    Text(line.text).foregroundStyle(line.isProblem ? Color.orange : Color.primary)
                 }
                 if state.notificationStatuses.contains(where: \.isProblem) {
                     Button(ClientText.openSettingsAction) {
@@ -75,9 +73,11 @@ struct SettingsView: View {
                 }
             }
             Section(ClientText.securityTitle) {
+                // Binding's closures are `@isolated(any) @Sendable`: these read and act on the
+                // main-actor model, so they say so.
                 Toggle(ClientText.biometricToggle, isOn: Binding(
-                    get: { app.biometricUnlockEnabled },
-                    set: { on in Task { await app.setBiometricUnlock(on) } }))
+                    get: { @MainActor in app.biometricUnlockEnabled },
+                    set: { @MainActor on in Task { await app.setBiometricUnlock(on) } }))
                 Button(ClientText.logoutAction, role: .destructive) { Task { await app.logout() } }
             }
         }

@@ -49,7 +49,7 @@ struct VisitDetailView: View {
                     Section(ClientText.decideTitle) {
                         ForEach(state.actions, id: \.action) { action in
                             Button(action.title) { Task { await app.resolve(screen, action.action) } }
-                                .tint(action.action == .authorize ? .green : (action.action == .deny ? .red : .accentColor))
+                                .tint(DecisionTint.color(for: action.action))
                                 .accessibilityLabel(action.accessibilityLabel)
                         }
                     }
@@ -72,23 +72,59 @@ struct VisitDetailView: View {
             if let url = screen.state?.photoURL, let data = await app.media(url) { photo = UIImage(data: data) }
         }
         .refreshable { await screen.load() }
+        .onDisappear { stopVoice() }
+    }
+
+    private func stopVoice() {
+        guard let player else { return }
+        player.stop()
+        self.player = nil
+        VoiceMessageAudio.end(duringCall: app.callVisitID != nil)
     }
 
     private func toggleVoice(_ state: VisitDetailState) async {
         if let player, player.isPlaying {
-            player.stop()
+            stopVoice()
             return
         }
         guard let url = state.voiceMessageURL, let data = await app.media(url) else {
             voiceProblem = ClientText.loadError
             return
         }
-        // Not during a call: CallKit owns the session then (playAndRecord).
-        try? AVAudioSession.sharedInstance().setCategory(.playback)
+        VoiceMessageAudio.begin(duringCall: app.callVisitID != nil)
         player = try? AVAudioPlayer(data: data)
-        // AVAudioPlayer reads m4a (Safari's recordings), not WebM or Ogg (Chrome's and
-        // Firefox's): say so instead of a button that does nothing (docs/ios.md, gaps).
+        // The gate records MP4/AAC wherever the browser can (decision 0077); a recording
+        // AVAudioPlayer cannot read gets a sentence instead of a button that does nothing.
         voiceProblem = player == nil ? ClientText.voiceMessageUnplayable : nil
+        if player == nil { VoiceMessageAudio.end(duringCall: app.callVisitID != nil) }
         player?.play()
+    }
+}
+
+/// The audio session around a voice message. Outside a call: `.playback` (heard with the
+/// ringer switch on silent) while it plays, then the previous category back and the
+/// session released so other apps' audio resumes. During a call CallKit owns the session
+/// (play and record, configured for the call): it is left alone and the message plays
+/// through it.
+@MainActor
+enum VoiceMessageAudio {
+    private static var previous: AVAudioSession.Category?
+
+    static func begin(duringCall: Bool) {
+        guard !duringCall, previous == nil else { return }
+        let session = AVAudioSession.sharedInstance()
+        previous = session.category
+        try? session.setCategory(.playback)
+        try? session.setActive(true)
+    }
+
+    static func end(duringCall: Bool) {
+        guard let category = previous else { return }
+        previous = nil
+        // A call that started meanwhile has configured the session for itself.
+        guard !duringCall else { return }
+        let session = AVAudioSession.sharedInstance()
+        try? session.setActive(false, options: .notifyOthersOnDeactivation)
+        try? session.setCategory(category)
     }
 }

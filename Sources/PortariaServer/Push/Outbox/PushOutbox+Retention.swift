@@ -1,6 +1,6 @@
 import Foundation
 
-/// Pruning the outbox (decision 0050). A finished job is kept for push health (a device's
+/// Pruning the outbox (decision 0055). A finished job is kept for push health (a device's
 /// unacknowledged pushes since its last receipt) and for support questions ("did my phone
 /// get the ring on Tuesday?"); a month answers both. Its message holds the visitor's name,
 /// so it never outlives the retention days either.

@@ -106,7 +106,7 @@ public enum PushOutbox {
 
     /// From here to the end of the caller's transaction, jobs that `enqueue` writes and
     /// that are due now are claimed for `handOff`'s worker in that same transaction and
-    /// handed to it on the committing thread right after COMMIT (decision 0048): no claim
+    /// handed to it on the committing thread right after COMMIT (decision 0058): no claim
     /// transaction, no poll, no wake-up hop between the gate POST and the provider. Does
     /// nothing when no worker runs on this instance (the jobs stay pending for another).
     static func handOff(_ db: any SQLConnection, to handOff: PushHandOff) {
@@ -160,7 +160,7 @@ public protocol PushEventSink: Sendable {
 }
 
 /// This instance's push worker as the transactions that enqueue rings see it (decision
-/// 0048): set while the worker runs, empty on an instance that runs none.
+/// 0058): set while the worker runs, empty on an instance that runs none.
 public final class PushHandOff: Sendable {
     private let attached = Locked<PushWorker?>(nil)
     public init() {}
@@ -178,7 +178,7 @@ struct ClaimedPush: Sendable {
     var attempt: Int
 }
 
-/// The outbox's state transitions (issue 11 item 3): every write to `push_jobs` and
+/// The outbox's state transitions: every write to `push_jobs` and
 /// `push_attempts` after the enqueue lives here; the worker decides, the outbox records.
 ///
 ///     pending ──claim──▶ sending ──▶ sent | pending (retry scheduled) | failed | expired
