@@ -21,6 +21,8 @@ enum AdminCommand {
           audit          [--company C] [--since ISO] [--until ISO]   the audit trail, oldest first (all companies without --company)
           export-user    --user U   everything the database holds about U, as JSON (LGPD)
           erase-user     --user U   removes U's personal data; the audit trail keeps the facts under a pseudonym (LGPD)
+          backup         --to FILE   online copy of a SQLite database (mode 0600; FILE must not exist);
+                         PostgreSQL: pg_dump (docs/ops.md). Keep the data dir's key file with it.
         C, U, S and L may be ids or names; permissions: \(Permission.catalogue.sorted().joined(separator: ", "))
         Passwords: --password-file F (first line) or PORTARIA_PASSWORD; --password P still works but any
         user of the machine can read it in ps.
@@ -39,6 +41,7 @@ enum AdminCommand {
         OptionSpec("provider", help: "", hidden: true), OptionSpec("count", help: "", hidden: true),
         OptionSpec("concurrency", help: "", hidden: true), OptionSpec("secrets-key-file", help: ""), OptionSpec("data-dir", help: ""),
         OptionSpec("since", help: ""), OptionSpec("until", help: ""),
+        OptionSpec("to", help: ""),
     ] + ServerConfiguration.serveOptions.filter { pushOptionNames.contains($0.name) }
 
     /// The serve options `push-test` shares, read from the environment like serve does.
@@ -59,6 +62,7 @@ enum AdminCommand {
         let options = try ParsedOptions.parse(Array(arguments.dropFirst()), specs: specs, environment: environment)
         let json = options.flag("json")
         let configuration = try ServerConfiguration.from(options)
+        if action == "backup" { return try backup(configuration, to: options.value("to"), json: json) }
         let database = try await DatabaseFactory.open(url: configuration.databaseURL)
         defer { Task { await database.close() } }
         try await Migrator().migrate(database)
@@ -302,5 +306,20 @@ enum AdminCommand {
         case .null: return "-"
         default: return value.jsonText
         }
+    }
+
+    /// `backup --to FILE`: SQLite's online backup; nothing is opened for writing, so a
+    /// running server goes on undisturbed.
+    static func backup(_ configuration: ServerConfiguration, to destination: String?, json: Bool) throws -> Int32 {
+        guard let destination, !destination.isEmpty else { throw UsageError("backup needs --to FILE") }
+        guard configuration.databaseURL.hasPrefix("sqlite://") else {
+            throw UsageError("backup copies SQLite databases; back up PostgreSQL with pg_dump (docs/ops.md, Backups)")
+        }
+        let source = String(configuration.databaseURL.dropFirst("sqlite://".count))
+        try SQLiteBackup.copy(from: source, to: destination)
+        let size = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) ?? 0
+        print(json ? JSONValue.object(["backup": .string(destination), "bytes": .number(Double(size))]).jsonText
+                   : "backed up \(source) to \(destination) (\(size) bytes)")
+        return 0
     }
 }

@@ -23,7 +23,7 @@ enum ClientCommand {
                     through the durable queue; exit 75 and "queued" when it could not be delivered yet
           sync      [--wait S]                                  sends what is queued
           logout                                                unregisters this device, ends the session
-        State lives in --home DIR (PORTARIA_CLIENT_HOME, default ~/.portaria): session.json (mode 0600),
+        State lives in --home DIR (PORTARIA_CLIENT_HOME; default $XDG_STATE_HOME/portaria, else $HOME/.portaria): session.json (mode 0600),
         queue/ (one file per queued decision), installation id. Times are in the condominium's time zone.
         Exit status: 0 done; 3 someone else decided or the visit closed; 4 refused; 75 queued; 1 other errors.
         """
@@ -126,8 +126,18 @@ enum ClientCommand {
         return Exit.ok
     }
 
+    /// Where state lives without `--home`: `$XDG_STATE_HOME/portaria`, else `$HOME/.portaria`
+    /// — the environment's home, as every terminal tool reads it (a test, a container, `sudo
+    /// -E`), not the password database's, which Foundation's `homeDirectoryForCurrentUser`
+    /// may answer with.
+    static func defaultHome(_ environment: [String: String]) -> String {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/portaria" }
+        if let home = environment["HOME"], !home.isEmpty { return home + "/.portaria" }
+        return FileManager.default.homeDirectoryForCurrentUser.path + "/.portaria"
+    }
+
     static func makeContext(_ options: ParsedOptions) throws -> Context {
-        let home = options.value("home") ?? (FileManager.default.homeDirectoryForCurrentUser.path + "/.portaria")
+        let home = options.value("home") ?? defaultHome(ProcessInfo.processInfo.environment)
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let store = FileSecureStore(path: options.value("session-file") ?? home + "/session.json")
         let storedURL = try store.string(for: "url")

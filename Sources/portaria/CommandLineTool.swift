@@ -78,8 +78,23 @@ enum CommandLineTool {
         let openFiles = ResourceLimits.raiseOpenFileLimit()
         Log.shared.debug("open file limit", ["soft": .number(Double(openFiles))])
         #endif
-        let application = try await Application(configuration: configuration)
-        try await application.start()
+        // With --demo a person reads the terminal: the banner first, then the JSON lines.
+        if configuration.seedDemo { Log.shared.hold() }
+        let application: Application
+        do {
+            application = try await Application(configuration: configuration)
+            try await application.start()
+        } catch {
+            Log.shared.release(foldingWarningsInto: nil)
+            throw error
+        }
+        if configuration.seedDemo {
+            let port = application.server.port
+            Log.shared.release(foldingWarningsInto: "development mode: not set up for production") { warnings in
+                DemoBanner.text(host: configuration.host, port: port, requestLogLevel: configuration.requestLogLevel,
+                                smsLogged: configuration.smsWebhook == nil, warnings: warnings)
+            }
+        }
         await ShutdownSignal.wait()
         await application.shutdown()
         return 0

@@ -226,4 +226,50 @@ struct CommandLineTests {
         #expect(mode(data + "/secrets.key") == 0o600, "secrets.key: \(String(mode(data + "/secrets.key") ?? 0, radix: 8))")
         expectOwnerOnly(administered)
     }
+
+    @Test("serve --demo greets a person: the three URLs with the real port, the demo users and phones, the password, one development-mode block, no request lines")
+    func demoBanner() async throws {
+        let server = try await TestServer.start(["--demo"], environment: ["PORTARIA_REQUEST_LOG": "debug"])
+        defer { Task { [server] in await server.stop() } }
+        for path in ["/gate/demo-gate", "/app/", "/admin/"] {
+            #expect(try await server.request("GET", path).status == 200, "\(path)")
+        }
+        let log = server.log
+        let banner = String(log[..<(log.range(of: "\n{")?.lowerBound ?? log.endIndex)])
+        let base = "http://127.0.0.1:\(server.port)"
+        for text in ["\(base)/gate/demo-gate", "\(base)/app/", "\(base)/admin/", "demo1234",
+                     "maria", "joao", "ana", "portaria", "admin", "carlos",
+                     "+5511999990001", "+5511999990002", "+5511999990003", "+5521999990006"] {
+            #expect(banner.contains(text), "the banner lacks \(text):\n\(banner)")
+        }
+        let lines = log.split(separator: "\n").filter { $0.hasPrefix("{") }
+        let warnings = lines.filter { $0.contains(#""level":"warning""#) }
+        #expect(warnings.count == 1, "startup warnings in one block:\n\(warnings.joined(separator: "\n"))")
+        #expect(warnings.first?.contains("development mode") == true)
+        #expect(banner.contains("Development mode"))
+        #expect(!lines.contains { $0.contains(#""msg":"request""#) }, "request lines at the default level")
+    }
+
+    @Test("without --home, state lives under $HOME/.portaria, or $XDG_STATE_HOME/portaria when that is set")
+    func stateFollowsTheEnvironment() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let home = try makeTemporaryDirectory("client-home")
+            let state = try makeTemporaryDirectory("client-state")
+            defer {
+                try? FileManager.default.removeItem(at: home)
+                try? FileManager.default.removeItem(at: state)
+            }
+            let login = ["client", "login", "--url", server.baseURL.absoluteString, "--username", "maria",
+                         "--password", "demo1234", "--company", "Residencial Demo"]
+            let inHome = try await runPortaria(login, environment: ["HOME": home.path])
+            #expect(inHome.status == 0, "\(inHome.stderr)")
+            #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent(".portaria/session.json").path))
+            let companies = try await runPortaria(["client", "companies"], environment: ["HOME": home.path])
+            #expect(companies.status == 0, "the next command finds the session in $HOME: \(companies.stderr)")
+
+            let inState = try await runPortaria(login, environment: ["HOME": home.path, "XDG_STATE_HOME": state.path])
+            #expect(inState.status == 0, "\(inState.stderr)")
+            #expect(FileManager.default.fileExists(atPath: state.appendingPathComponent("portaria/session.json").path))
+        }
+    }
 }

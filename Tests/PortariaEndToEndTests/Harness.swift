@@ -132,7 +132,8 @@ final class TestServer: @unchecked Sendable {
                              "--database", "sqlite://" + directory.appendingPathComponent("portaria.db").path,
                              "--data-dir", directory.appendingPathComponent("data").path]
             + (try EndToEndPostgres.sharedKeyArguments(arguments, environment: environment)) + arguments
-        process.environment = PortariaBinary.environment(environment)
+        // Tests read the per-request lines, which --demo otherwise writes at debug level.
+        process.environment = PortariaBinary.environment(["PORTARIA_REQUEST_LOG": "info"].merging(environment) { $1 })
         process.currentDirectoryURL = directory
         process.standardOutput = FileHandle(forWritingAtPath: directory.appendingPathComponent("stdout").path)
             ?? FileHandle.nullDevice

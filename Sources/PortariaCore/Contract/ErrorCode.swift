@@ -24,7 +24,15 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     public static let unsupportedMediaType = ErrorCode("UNSUPPORTED_MEDIA_TYPE")
     public static let rateLimited = ErrorCode("RATE_LIMITED")
     public static let internalError = ErrorCode("INTERNAL_ERROR")
+    /// 503: the server cannot take the request now (overloaded, a concurrent writer held
+    /// the database too long); retry after `Retry-After`.
     public static let serviceUnavailable = ErrorCode("SERVICE_UNAVAILABLE")
+    /// 503: the database cannot be reached, is restarting or refuses writes; nothing was
+    /// changed, retry after `Retry-After` as after a lost connection.
+    public static let databaseUnavailable = ErrorCode("DATABASE_UNAVAILABLE")
+    /// 507: the disk holding the database or the media files is full; nothing was
+    /// changed, retry after `Retry-After`.
+    public static let insufficientStorage = ErrorCode("INSUFFICIENT_STORAGE")
     /// A route this build cannot serve (WebSockets on a platform without the event loop).
     public static let notImplemented = ErrorCode("NOT_IMPLEMENTED")
 

@@ -100,6 +100,7 @@ public final class Application: Sendable {
         http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
         http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
+        http.requestLogLevel = configuration.requestLogLevel
         http.headTimeout = .seconds(configuration.headTimeoutSeconds)
         http.bodyGrace = .seconds(configuration.bodyTimeoutSeconds)
         http.bodyBytesPerSecond = configuration.bodyMinRate
@@ -303,7 +304,10 @@ public final class Application: Sendable {
         WebPushRoutes(vapid: vapid).register(on: router)
         PushRoutes(receipts: PushReceipts(database: database), authenticator: authenticator).register(on: router)
         AuditRoutes(database: database, authenticator: authenticator).register(on: router)
-        SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath())
+        var listenerConnected: (@Sendable () -> Bool)?
+        if let listener { listenerConnected = { listener.isConnected } }
+        SystemRoutes(database: database, openAPIPath: configuration.openAPIPath ?? SystemRoutes.defaultOpenAPIPath(),
+                     listenerConnected: listenerConnected)
             .register(on: router)
         StaticFiles(root: configuration.webDirectory ?? StaticFiles.defaultRoot()).registerAll(on: router)
         if configuration.benchRoutes { BenchRoutes(webSockets: webSockets).register(on: router) }

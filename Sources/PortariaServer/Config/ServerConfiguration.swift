@@ -85,6 +85,9 @@ public struct ServerConfiguration: Sendable {
     public var metricsListen: (host: String, port: UInt16)?
     /// Days the audit trail is kept, apart from the visits' media (`retentionDays`).
     public var auditRetentionDays = 730
+    /// The level of the one log line per request: `info` by default, `debug` with `--demo`
+    /// (hidden at the default PORTARIA_LOG_LEVEL=info, so the demo's banner stays readable).
+    public var requestLogLevel: Log.Level = .info
 
     public init() {}
 
@@ -131,6 +134,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("metrics-listen", help: "HOST:PORT of a separate listener for Prometheus (GET /metrics); off by default, never the public port"),
         OptionSpec("audit-retention-days", help: "days the audit trail is kept (default 730)"),
         OptionSpec("media-quota-mb", help: "MiB of photos and voice messages one company's visitors may store per 24 h (default 512)"),
+        OptionSpec("request-log", help: "level of the per-request log lines: debug|info|warning (default info; debug with --demo, shown with PORTARIA_LOG_LEVEL=debug)"),
         OptionSpec("openapi-file", help: "path of docs/openapi.yaml to serve", hidden: true),
         OptionSpec("web-dir", help: "folder of the static pages (Web/)", hidden: true),
         OptionSpec("push-lease-seconds", help: "push job lease (default 60; tests shorten it)", hidden: true),
@@ -218,6 +222,14 @@ public struct ServerConfiguration: Sendable {
         configuration.otpLimits.firstResendGap = TimeInterval(try options.integer("otp-resend-gap-seconds", default: 30, range: 0...3600))
         configuration.otpLimits.failuresPerPhonePerDay = try options.integer("otp-failures-per-day", default: 10, range: 1...1000)
         configuration.defaultCountryCode = try options.integer("default-country-code", default: 55, range: 1...999)
+        if let level = options.value("request-log") {
+            guard let parsed = Log.Level(rawValue: level), parsed != .error else {
+                throw UsageError("--request-log must be debug, info or warning, got '\(level.prefix(20))'")
+            }
+            configuration.requestLogLevel = parsed
+        } else if configuration.seedDemo {
+            configuration.requestLogLevel = .debug
+        }
         configuration.openAPIPath = options.value("openapi-file")
         configuration.webDirectory = options.value("web-dir")
         configuration.pushLease = TimeInterval(try options.integer("push-lease-seconds", default: 60, range: 2...3600))

@@ -37,6 +37,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// Where answered requests are counted (`--metrics-listen`); nil counts nothing (the
     /// metrics listener itself, tests).
     public var metrics: ServerMetrics?
+    /// The level of the one log line per request (`--request-log`).
+    public var requestLogLevel: Log.Level = .info
     public init() {}
 }
 
@@ -370,6 +372,13 @@ public final class HTTPServer: Sendable {
                 return (try await handler(request), route)
             } catch let error as any RenderableError {
                 return (error.response, route)
+            } catch let error as StorageError {
+                // A fault of the database or the disk is a "try again", never a 500: the
+                // stores' fault watches log when it starts and ends (StorageFaultWatch).
+                if let answer = StorageFaultAnswer.answer(for: error) { return (answer.response, route) }
+                log.error("handler failed", ["route": .string(route), "request_id": .string(request.requestID),
+                                             "error": .string("StorageError")])
+                return (HTTPError(status: 500, code: .internalError, message: "internal error").response, route)
             } catch {
                 log.error("handler failed", ["route": .string(route), "request_id": .string(request.requestID),
                                              "error": .string(String(describing: type(of: error)))])

@@ -330,7 +330,7 @@ func portariaRequestCompleted(
                                                            status: context.status, seconds: milliseconds / 1000)
     let code = portaria_mhd_termination_code(reason)
     if code != 0 { fields["termination"] = .string(terminationReason(code)) }
-    context.server.log.info("request", fields)
+    context.server.log.write(context.server.configuration.requestLogLevel, "request", fields)
 }
 
 /// libmicrohttpd's `MHD_RequestTerminationCode` values (stable since 0.9).

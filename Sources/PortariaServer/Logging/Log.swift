@@ -11,8 +11,14 @@ public struct Log: Sendable {
 
     public static let shared = Log()
 
-    private let sink = Locked(FileHandle.standardError)
+    private let sink = Locked(Sink())
     public let minimumLevel: Level
+
+    /// Standard error, and the lines held back while the server starts (`hold()`).
+    private struct Sink {
+        let handle = FileHandle.standardError
+        var held: [(level: Level, message: String, line: Data)]?
+    }
 
     public init(minimumLevel: Level = ProcessInfo.processInfo.environment["PORTARIA_LOG_LEVEL"]
                     .flatMap(Level.init(rawValue:)) ?? .info) {
@@ -35,6 +41,33 @@ public struct Log: Sendable {
         object["level"] = .string(level.rawValue)
         object["msg"] = .string(message)
         let line = Data((JSONValue.object(object).jsonText + "\n").utf8)
-        sink.withLock { $0.write(line) }
+        sink.withLock { sink in
+            if sink.held != nil { sink.held!.append((level, message, line)) } else { sink.handle.write(line) }
+        }
+    }
+
+    /// Holds every line back until `release`: what a starting server logs comes after the
+    /// banner a person reads first (`portaria serve --demo`).
+    public func hold() {
+        sink.withLock { if $0.held == nil { $0.held = [] } }
+    }
+
+    /// Stops holding. Writes `preamble(warnings)` first, as is (plain text), then the held
+    /// lines in order, except the warnings, which become one line `summary` with the
+    /// messages in its `warnings` field (nil `summary`: each stays its own line).
+    public func release(foldingWarningsInto summary: String?, preamble: ([String]) -> String = { _ in "" }) {
+        let held = sink.withLock { sink -> [(level: Level, message: String, line: Data)] in
+            defer { sink.held = nil }
+            return sink.held ?? []
+        }
+        let warnings = held.filter { $0.level == .warning }.map(\.message)
+        let text = preamble(warnings)
+        sink.withLock { sink in
+            if !text.isEmpty { sink.handle.write(Data(text.utf8)) }
+            for entry in held where summary == nil || entry.level != .warning { sink.handle.write(entry.line) }
+        }
+        if let summary, !warnings.isEmpty {
+            write(.warning, summary, ["warnings": .array(warnings.map(JSONValue.string))])
+        }
     }
 }

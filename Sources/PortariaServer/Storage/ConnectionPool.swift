@@ -42,6 +42,7 @@ final class ConnectionPool<Connection: AnyObject>: @unchecked Sendable {
     // over under `state`'s lock and used only on its own serial queue.
     /// A caller's work, bound to its continuation: `run` on a lent connection, or `fail`.
     private struct Job {
+        let id: UInt64
         let run: @Sendable (Connection) -> Void
         let fail: @Sendable (any Error) -> Void
     }
@@ -50,14 +51,20 @@ final class ConnectionPool<Connection: AnyObject>: @unchecked Sendable {
         var free: [Connection]
         var waiting: [Job] = []
         var closed = false
+        var nextJobID: UInt64 = 0
     }
 
     private let state: Locked<State>
     /// One serial queue per connection, found by identity.
     private let queues: [ObjectIdentifier: DispatchQueue]
     let size: Int
+    /// How long work may wait for a free connection before it fails as `.unavailable`
+    /// (answered 503): with every connection stuck (a PostgreSQL that stopped answering,
+    /// a lock held elsewhere), callers get "try again" instead of piling up. Nil: no limit.
+    let waitLimit: Duration?
 
-    init(connections: [Connection], label: String) {
+    init(connections: [Connection], label: String, waitLimit: Duration? = nil) {
+        self.waitLimit = waitLimit
         state = Locked(State(free: connections))
         size = connections.count
         let blocking = BlockingQueues(label: label, count: connections.count)
@@ -66,23 +73,37 @@ final class ConnectionPool<Connection: AnyObject>: @unchecked Sendable {
 
     func withConnection<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let job = Job(run: { connection in
-                              let result = Result { try body(connection) }
-                              if case .failure(let error) = result { ServerMetrics.shared.databaseFailed(error) }
-                              continuation.resume(with: result)
-                          },
-                          fail: { error in continuation.resume(throwing: error) })
-            let ready: Result<Connection, any Error>? = state.withLock { state in
-                if state.closed { return .failure(StorageError.unavailable("database closed")) }
-                if let connection = state.free.popLast() { return .success(connection) }
+            let (job, ready) = state.withLock { state -> (Job, Result<Connection, any Error>?) in
+                state.nextJobID &+= 1
+                let job = Job(id: state.nextJobID,
+                              run: { connection in
+                                  let result = Result { try body(connection) }
+                                  if case .failure(let error) = result { ServerMetrics.shared.databaseFailed(error) }
+                                  continuation.resume(with: result)
+                              },
+                              fail: { error in continuation.resume(throwing: error) })
+                if state.closed { return (job, .failure(StorageError.unavailable("database closed"))) }
+                if let connection = state.free.popLast() { return (job, .success(connection)) }
                 state.waiting.append(job)
-                return nil
+                return (job, nil)
             }
             switch ready {
             case .success(let connection): start(job, on: connection)
             case .failure(let error): job.fail(error)
-            case nil: break
+            case nil: if let waitLimit { expire(job.id, after: waitLimit) }
             }
+        }
+    }
+
+    /// Fails the job `id` if it is still waiting for a connection after `limit`.
+    private func expire(_ id: UInt64, after limit: Duration) {
+        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+            let expired = self.state.withLock { state -> Job? in
+                guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiting.remove(at: index)
+            }
+            expired?.fail(StorageError.unavailable("no database connection became free within \(limit)"))
         }
     }
 

@@ -304,6 +304,12 @@ public protocol SQLDatabase: Sendable {
     /// Succeeds when the database answers a trivial query.
     func ping() async throws
     func close() async
+    /// Where this database's faults are followed (nil for stores that do not watch).
+    var faultWatch: StorageFaultWatch? { get }
+}
+
+extension SQLDatabase {
+    public var faultWatch: StorageFaultWatch? { nil }
 }
 
 /// Storage failures that callers handle by kind rather than by message.
@@ -312,8 +318,11 @@ public enum StorageError: Error, Sendable, CustomStringConvertible, Equatable {
     case uniqueViolation(String)
     case foreignKeyViolation(String)
     case checkViolation(String)
-    /// The database could not be reached or opened.
+    /// The database could not be reached or opened, is restarting, or refuses writes
+    /// (read-only): a fault of the moment, answered 503 (`StorageFaultAnswer`).
     case unavailable(String)
+    /// The disk (or quota) holding the database or the media files is full: answered 507.
+    case full(String)
     /// A concurrent transaction won (PostgreSQL serialization failure or deadlock); retry.
     case conflict(String)
     case failed(String)
@@ -324,6 +333,7 @@ public enum StorageError: Error, Sendable, CustomStringConvertible, Equatable {
         case .foreignKeyViolation(let detail): return "foreign key violated: \(detail)"
         case .checkViolation(let detail): return "check constraint violated: \(detail)"
         case .unavailable(let detail): return "database unavailable: \(detail)"
+        case .full(let detail): return "storage full: \(detail)"
         case .conflict(let detail): return "concurrent update conflict: \(detail)"
         case .failed(let detail): return "database error: \(detail)"
         }

@@ -1,10 +1,14 @@
 import Foundation
 import PortariaCore
 
-/// `/healthz` and the served contract.
+/// `/healthz` (liveness), `/readyz` (readiness) and the served contract.
 struct SystemRoutes {
     let database: any SQLDatabase
     let openAPIPath: String
+    /// PostgreSQL: whether the cross-instance listener is connected; nil on SQLite.
+    var listenerConnected: (@Sendable () -> Bool)? = nil
+    /// The versions this binary's schema needs (`/readyz`'s "migrations current").
+    var requiredMigrations: Set<Int> = Set(Schema.migrations.map(\.version))
 
     struct Health: Codable, Sendable {
         var status: String
@@ -36,6 +40,9 @@ struct SystemRoutes {
                 return response
             }
         }
+        let readiness = Readiness(database: database, listenerConnected: listenerConnected,
+                                  requiredMigrations: requiredMigrations)
+        router.get("/readyz") { _ in await readiness.answer() }
         let path = openAPIPath
         let cached = Locked<[UInt8]?>(nil)
         router.get("/v1/openapi.yaml") { _ in
@@ -47,6 +54,54 @@ struct SystemRoutes {
             cached.withLock { $0 = body }
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: body)
         }
+    }
+}
+
+/// Whether this instance can serve, for a load balancer: the database answers, its schema
+/// has every migration this binary needs, the cross-instance listener is connected
+/// (PostgreSQL: without it this instance would miss other instances' events) and the
+/// database takes writes (not a read-only PostgreSQL, not a full disk). 200 `{"status": "ready", "checks"}`, or
+/// 503 with `Retry-After` and the checks that failed named.
+struct Readiness: Sendable {
+    let database: any SQLDatabase
+    let listenerConnected: (@Sendable () -> Bool)?
+    let requiredMigrations: Set<Int>
+
+    func checks() async -> [String: String] {
+        var checks: [String: String] = [:]
+        var readOnly = false
+        do {
+            let (applied, setting) = try await database.read { connection -> ([Int], String?) in
+                let versions = try connection.query("SELECT version FROM schema_migrations", []).compactMap { try $0.int("version").map(Int.init) }
+                guard connection.dialect == .postgres else { return (versions, nil) }
+                // A standby, or a database set read-only during a failover.
+                return (versions, try connection.queryOne("SELECT current_setting('transaction_read_only') AS read_only", [])?.string("read_only"))
+            }
+            checks["database"] = "ok"
+            checks["migrations"] = requiredMigrations.isSubset(of: Set(applied)) ? "ok" : "pending"
+            readOnly = setting == "on"
+        } catch {
+            checks["database"] = "unreachable"
+            checks["migrations"] = "unknown"
+        }
+        if let listenerConnected { checks["listener"] = listenerConnected() ? "ok" : "disconnected" }
+        if readOnly { checks["writes"] = "read_only" }
+        else if database.faultWatch?.currentFault == "full" { checks["writes"] = "storage_full" }
+        else { checks["writes"] = "ok" }
+        return checks
+    }
+
+    func answer() async -> HTTPResponse {
+        let checks = await checks()
+        let ready = checks.values.allSatisfy { $0 == "ok" }
+        let body = JSONValue.object([
+            "status": .string(ready ? "ready" : "not_ready"),
+            "checks": .object(checks.mapValues { .string($0) }),
+        ])
+        var response = HTTPResponse(status: ready ? 200 : 503, headers: [("Content-Type", "application/json")],
+                                    body: Array(body.jsonText.utf8))
+        if !ready { response.headers.append(("Retry-After", String(StorageFaultAnswer.unavailableRetryAfter))) }
+        return response
     }
 }
 

@@ -74,7 +74,9 @@ public struct VisitService: Sendable {
         self.clock = clock
         self.bus = bus
         self.configuration = configuration
-        self.media = MediaStore(root: configuration.dataDirectory)
+        // No quiet period: a file write has no pooled connections that fail once each.
+        self.media = MediaStore(root: configuration.dataDirectory,
+                                faults: StorageFaultWatch(store: "media directory", quietPeriod: .zero, log: log))
         self.idempotency = IdempotencyStore(database: database)
         self.log = log
     }

@@ -18,6 +18,47 @@ struct GateBrowserTests {
         try await browser.cdp("Emulation.setGeolocationOverride", ["latitude": lat, "longitude": lon, "accuracy": accuracy])
     }
 
+    @Test("A ring answered 503 (a read-only PostgreSQL) is rung again by the page itself once the database takes writes: one visit")
+    func ringRetriedAfterDatabaseFault() async throws {
+        guard EndToEndPostgres.url != nil else { return }
+        let database = try #require(try EndToEndPostgres.create())
+        defer { database.drop() }
+        let name = try #require(URLComponents(string: database.url)?.path.dropFirst()).description
+        let terminate = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()"
+        try await TestServer.with(["--demo", "--database", database.url]) { server in
+            try await WebDriver.with { browser in
+                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+                try await browser.waitFor("the unit list") {
+                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+                }
+                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
+                try await browser.type(try await browser.find(css: "#name"), "Visitante Paciente")
+
+                try EndToEndPostgres.psql("ALTER DATABASE \(name) SET default_transaction_read_only = on")
+                try EndToEndPostgres.psql(terminate)
+                try await browser.click(css: "#ring")
+                try await browser.waitForText("#form-error", containing: "Tentando de novo", within: .seconds(20))
+                try EndToEndPostgres.psql("ALTER DATABASE \(name) RESET default_transaction_read_only")
+                try EndToEndPostgres.psql(terminate)
+                try await browser.waitForText("#visit-state", containing: "Chamando", within: .seconds(60))
+
+                // A pooled connection the database ended fails once (503) before it reconnects.
+                var answered = 0
+                for _ in 0..<20 where answered != 200 {
+                    answered = try await server.postJSON("/v1/auth/login", #"{"username":"maria","password":"demo1234"}"#).status
+                }
+                #expect(answered == 200)
+                let maria = try await RealtimeTests.login(server, "maria")
+                // Every visit of the unit, whatever its status.
+                let all = try await server.request("GET", "/v1/visits",
+                                                   headers: [("Authorization", "Bearer \(maria.token)"), ("X-Company-Id", maria.companyID)])
+                #expect(all.status == 200)
+                #expect(all.text.components(separatedBy: "Visitante Paciente").count - 1 == 1, "one visit, not one per attempt: \(all.text)")
+                #expect(server.log.contains("\"status\":503"), "the first attempt met the fault")
+            }
+        }
+    }
+
     /// In WebKit the location step is left out: MiniBrowser has no position to give (no
     /// GeoClue) and no DevTools protocol to place it; the visit then has no geofence.
     @Test("A courier rings A-101 with a photo and location; Maria authorizes and the page shows it live",

@@ -117,7 +117,7 @@ final class StorageFixture: Sendable {
 
 extension StorageError {
     /// The case without its message, for assertions.
-    enum Kind: Sendable { case uniqueViolation, foreignKeyViolation, checkViolation, unavailable, conflict, failed }
+    enum Kind: Sendable { case uniqueViolation, foreignKeyViolation, checkViolation, unavailable, full, conflict, failed }
 
     var kind: Kind {
         switch self {
@@ -125,6 +125,7 @@ extension StorageError {
         case .foreignKeyViolation: .foreignKeyViolation
         case .checkViolation: .checkViolation
         case .unavailable: .unavailable
+        case .full: .full
         case .conflict: .conflict
         case .failed: .failed
         }

@@ -189,7 +189,7 @@ async function ring(event) {
   button.textContent = "Chamando…";
   let created;
   try {
-    created = await request("POST", `/v1/gates/${encodeURIComponent(gateToken)}/visits`, { body, what: "chamada" });
+    created = await ringWithRetries(body);
   } catch (error) {
     showError("form-error", error.message);
     $("form-error").scrollIntoView({ block: "center", behavior: "smooth" });
@@ -206,6 +206,24 @@ async function ring(event) {
   } catch { /* private mode: the page still works, only a reload loses the call */ }
   enterVisit(created.visit);
   if (state.photo) uploadPhoto();
+}
+
+// A 503 or 507 says the server changed nothing and when to try again (its database or
+// disk failed for a moment): the page rings again by itself, a few times, as the visitor
+// would after a lost connection, before it shows the error.
+const FAULT_RETRIES = 5;
+
+async function ringWithRetries(body) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request("POST", `/v1/gates/${encodeURIComponent(gateToken)}/visits`, { body, what: "chamada" });
+    } catch (error) {
+      if (!(error instanceof ApiError) || (error.status !== 503 && error.status !== 507) || attempt > FAULT_RETRIES) throw error;
+      showError("form-error", "A portaria está com problemas agora. Tentando de novo…");
+      await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(10, error.retryAfter || 1)) * 1000));
+      showError("form-error", "");
+    }
+  }
 }
 
 async function uploadPhoto() {

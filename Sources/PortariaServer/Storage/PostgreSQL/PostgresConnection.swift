@@ -26,12 +26,18 @@ final class PostgresConnection: SQLConnection {
     deinit { PQfinish(handle) }
 
     var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// Statements that succeeded and reconnections made, since the connection opened:
+    /// `PostgresDatabase` tells from them whether a failed job ran nothing before its
+    /// connection turned out dead (and may run again on the reconnected one).
+    private(set) var succeededStatements = 0
+    private(set) var reconnections = 0
 
     /// Reconnects a connection the server dropped; prepared statements died with it.
     func resetIfBroken() {
         guard PQstatus(handle) != CONNECTION_OK else { return }
         PQreset(handle)
         prepared.removeAll()
+        reconnections += 1
     }
 
     private static func firstLine(_ text: String) -> String {
@@ -69,7 +75,11 @@ final class PostgresConnection: SQLConnection {
             throw StorageError.unavailable("postgres: \(Self.firstLine(String(cString: PQerrorMessage(handle))))")
         }
         let status = PQresultStatus(result)
-        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return result }
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+            // A ROLLBACK after a failure ran nothing of the job.
+            if sql != "ROLLBACK" { succeededStatements += 1 }
+            return result
+        }
         let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
         let message = Self.firstLine(String(cString: PQresultErrorMessage(result)))
         PQclear(result)
@@ -78,7 +88,13 @@ final class PostgresConnection: SQLConnection {
         case "23503": throw StorageError.foreignKeyViolation(message)
         case "23514": throw StorageError.checkViolation(message)
         case "40001", "40P01", "55P03": throw StorageError.conflict(message)
-        case let state where state.hasPrefix("08") || state.hasPrefix("57P"):
+        // disk_full: the server's disk, not the request, is at fault.
+        case "53100": throw StorageError.full(message)
+        // Connection exceptions, admin shutdown / crash shutdown / cannot connect now
+        // (a restart), insufficient resources (too many connections, out of memory) and a
+        // read-only transaction (a standby, or default_transaction_read_only during a
+        // failover): faults of the moment that a retry outlives.
+        case let state where state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") || state == "25006":
             resetIfBroken()
             throw StorageError.unavailable(message)
         default:

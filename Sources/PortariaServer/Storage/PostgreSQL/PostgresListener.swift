@@ -22,6 +22,9 @@ public final class PostgresListener: @unchecked Sendable {
     /// in between. Set before `start()`.
     public var onConnectionChange: (@Sendable (Bool) -> Void)?
 
+    /// Whether `LISTEN` runs on a live connection now (`/readyz`).
+    public var isConnected: Bool { barriers.withLock { $0.connected && !$0.stopped } }
+
     /// `barrier()` callers: those waiting for the next round trip, and whether the
     /// connection is up (no barrier can succeed without it).
     private struct Barriers {

@@ -24,13 +24,16 @@ final class SQLiteConnection: SQLConnection {
         try execute("PRAGMA foreign_keys = ON", [])
     }
 
+    /// Rows changed by this connection since it opened (`StorageFaultWatch.watchingWrite`).
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }
 
     /// Every SQLite return code goes through here.
-    private func check(_ code: Int32, _ sql: String) throws {
+    fileprivate func check(_ code: Int32, _ sql: String) throws {
         guard code != SQLITE_OK && code != SQLITE_ROW && code != SQLITE_DONE else { return }
         let message = String(cString: sqlite3_errmsg(handle))
         switch code & 0xFF {
@@ -42,7 +45,14 @@ final class SQLiteConnection: SQLConnection {
             default: throw StorageError.failed(message)
             }
         case SQLITE_BUSY, SQLITE_LOCKED: throw StorageError.conflict(message)
-        case SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_FULL, SQLITE_CORRUPT, SQLITE_NOTADB:
+        case SQLITE_FULL: throw StorageError.full(message)
+        case SQLITE_IOERR:
+            // A write that found no room fails as an I/O error (the WAL could not grow);
+            // the errno behind it tells a full disk or quota from a failing one.
+            let systemError = sqlite3_system_errno(handle)
+            if systemError == ENOSPC || systemError == EDQUOT { throw StorageError.full(message) }
+            throw StorageError.unavailable(message)
+        case SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_NOTADB:
             throw StorageError.unavailable(message)
         default: throw StorageError.failed("\(message) [\(sql.prefix(80))]")
         }
@@ -120,6 +130,23 @@ final class SQLiteConnection: SQLConnection {
             rows.append(SQLRow(columns: columns, values: values))
         }
         return rows
+    }
+
+    /// Copies this database, page by page, into `destination` with SQLite's online backup
+    /// API: a consistent snapshot while a server keeps writing (a step that meets the
+    /// writer's lock waits and goes on; a write meanwhile restarts the copy, which SQLite
+    /// does by itself).
+    func backup(into destination: SQLiteConnection) throws {
+        guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
+            throw StorageError.failed("backup: \(String(cString: sqlite3_errmsg(destination.handle)))")
+        }
+        var code: Int32
+        repeat {
+            code = sqlite3_backup_step(backup, 256)
+            if code == SQLITE_BUSY || code == SQLITE_LOCKED { usleep(20_000) }
+        } while code == SQLITE_OK || code == SQLITE_BUSY || code == SQLITE_LOCKED
+        let finished = sqlite3_backup_finish(backup)
+        try destination.check(code == SQLITE_DONE ? finished : code, "backup")
     }
 
     /// Statements that must not go through the cache (transaction control, pragmas with results).

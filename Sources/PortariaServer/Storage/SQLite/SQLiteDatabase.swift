@@ -10,9 +10,14 @@ public final class SQLiteDatabase: SQLDatabase {
     public let path: String
     private let writer: ConnectionPool<SQLiteConnection>
     private let readers: ConnectionPool<SQLiteConnection>
+    /// Logs where a fault of this file (disk full, I/O error) starts and ends.
+    public let faults: StorageFaultWatch
+    public var faultWatch: StorageFaultWatch? { faults }
 
-    public init(path: String, readerCount: Int = 4) throws {
+    public init(path: String, readerCount: Int = 4, log: Log = .shared) throws {
         self.path = path
+        let faults = StorageFaultWatch(store: "database", log: log)
+        self.faults = faults
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
             throw StorageError.unavailable("sqlite: directory \(directory) does not exist")
@@ -30,11 +35,11 @@ public final class SQLiteDatabase: SQLDatabase {
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await readers.withConnection { connection in
+        try await faults.watching(write: false) { try await readers.withConnection { connection in
             try connection.run("BEGIN DEFERRED")
             defer { try? connection.run("COMMIT") }
             return try body(connection)
-        }
+        } }
     }
 
     /// A `read` is already one snapshot here: each runs in its own read transaction.
@@ -44,18 +49,33 @@ public final class SQLiteDatabase: SQLDatabase {
 
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await writer.withConnection { connection in
-            try inTransaction(begin: "BEGIN IMMEDIATE", on: connection, execute: connection.run) { try body(connection) }
-        }
+        try await writing(durable: true, body)
     }
 
     @discardableResult
     public func writeNotDurable<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
-        try await writer.withConnection { connection in
-            // Outside the transaction, and back to FULL before the writer serves anyone else.
-            try connection.run("PRAGMA synchronous = NORMAL")
-            defer { try? connection.run("PRAGMA synchronous = FULL") }
-            return try inTransaction(begin: "BEGIN IMMEDIATE", on: connection, execute: connection.run) { try body(connection) }
+        try await writing(durable: false, body)
+    }
+
+    /// A write's value and whether it changed any row (`StorageFaultWatch.watchingWrite`).
+    private struct Written<T: Sendable>: Sendable {
+        var value: T
+        var wrote: Bool
+    }
+
+    private func writing<T: Sendable>(durable: Bool, _ body: @escaping @Sendable (any SQLConnection) throws -> T) async throws -> T {
+        try await faults.watchingWrite {
+            let written: Written<T> = try await writer.withConnection { connection in
+                if !durable {
+                    // Outside the transaction, and back to FULL before the writer serves anyone else.
+                    try connection.run("PRAGMA synchronous = NORMAL")
+                }
+                defer { if !durable { try? connection.run("PRAGMA synchronous = FULL") } }
+                let before = connection.totalChanges
+                let value = try inTransaction(begin: "BEGIN IMMEDIATE", on: connection, execute: connection.run) { try body(connection) }
+                return Written(value: value, wrote: connection.totalChanges != before)
+            }
+            return (value: written.value, wrote: written.wrote)
         }
     }
 
