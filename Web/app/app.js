@@ -790,10 +790,12 @@ function openCall(visit) {
       $("call-status").textContent = text;
       if (state === "unavailable") {
         // No video, but the decision buttons stay: the answer still claimed the visit.
+        // No microphone was opened either, so there is nothing to mute or hang up.
         call = null;
         $("call-videos").hidden = true;
         $("call-hangup").hidden = true;
         $("call-unmute").hidden = true;
+        $("call-mute").hidden = true;
         $("call-close").hidden = false;
       } else if (state === "ended") {
         call = null;

@@ -14,6 +14,9 @@
 //   this side may gather (decision 0066): a resident gathers relay candidates only, so not
 //   even its connectivity checks leave from its own addresses; without a relay the call is
 //   "unavailable" before any camera opens, and the decision goes on without video.
+// - A browser without WebRTC (no `RTCPeerConnection`, as in Debian's WebKitGTK) is
+//   "unavailable" the same way, whatever the server offers: the call screen and its
+//   decision buttons stay, and the other side's negotiation ends on the server's timeout.
 
 const END_TEXTS = {
   hangup: { visitor: "O visitante encerrou a chamada.", resident: "O morador encerrou a chamada." },
@@ -27,6 +30,11 @@ const END_TEXTS = {
 const UNAVAILABLE_TEXT = {
   visitor: "Vídeo indisponível neste condomínio: aguarde a decisão do morador.",
   resident: "Vídeo indisponível neste servidor (sem relay de vídeo): decida pelos botões.",
+};
+
+const NO_WEBRTC_TEXT = {
+  visitor: "Vídeo indisponível neste navegador: aguarde a decisão do morador.",
+  resident: "Vídeo indisponível neste navegador: decida pelos botões.",
 };
 
 /** Camera and microphone, then microphone only, then nothing (the call still shows the other side). */
@@ -135,16 +143,23 @@ export class VideoCall {
     return this.configPromise;
   }
 
-  /** False (and the call shown as unavailable, nothing opened) when the server has no way to connect video. */
+  /**
+   * False (and the call shown as unavailable, nothing opened) when this browser has no
+   * WebRTC or the server has no way to connect video.
+   */
   async available() {
+    if (typeof RTCPeerConnection !== "function") return this.unavailable(NO_WEBRTC_TEXT[this.role]);
     const config = await this.config();
     if (this.ended) return false;
-    if (config && config.calls_available === false) {
-      this.ended = true;
-      this.options.onState("unavailable", UNAVAILABLE_TEXT[this.role]);
-      return false;
-    }
+    if (config && config.calls_available === false) return this.unavailable(UNAVAILABLE_TEXT[this.role]);
     return true;
+  }
+
+  unavailable(text) {
+    if (this.ended) return false;
+    this.ended = true;
+    this.options.onState("unavailable", text);
+    return false;
   }
 
   /** A frame from the realtime socket (`call.*` or `error`); ignores other visits' frames. */

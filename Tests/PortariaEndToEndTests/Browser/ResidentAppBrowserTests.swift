@@ -22,14 +22,17 @@ struct ResidentAppBrowserTests {
         #expect(denied.status == 200, "\(denied.text)")
     }
 
-    /// Rings A-101 from the demo gate; returns the visit id and the visitor token.
-    func ringWithToken(_ server: TestServer, name: String, kind: String = "visit") async throws -> (id: String, token: String) {
+    /// Rings A-101 from the demo gate, from `location` when given (as the gate page sends
+    /// it); returns the visit id and the visitor token.
+    func ringWithToken(_ server: TestServer, name: String, kind: String = "visit",
+                       location: (lat: Double, lon: Double, accuracy: Double)? = nil) async throws -> (id: String, token: String) {
         let gate = try await server.request("GET", "/v1/gates/demo-gate")
         let units = try #require(try gate.json()["units"] as? [[String: Any]])
         let unit = try #require(units.first { $0["label"] as? String == "A-101" }?["id"] as? String)
         let carrier = kind == "delivery" ? #","carrier":"Loggi""# : ""
+        let place = location.map { #","location":{"lat":\#($0.lat),"lon":\#($0.lon),"accuracy_m":\#($0.accuracy)}"# } ?? ""
         let created = try await server.postJSON("/v1/gates/demo-gate/visits",
-                                                #"{"unit_id":"\#(unit)","kind":"\#(kind)","visitor_name":"\#(name)"\#(carrier)}"#)
+                                                #"{"unit_id":"\#(unit)","kind":"\#(kind)","visitor_name":"\#(name)"\#(carrier)\#(place)}"#)
         try #require(created.status == 201, "\(created.status) \(created.text)")
         let body = try created.json()
         return (try #require((body["visit"] as? [String: Any])?["id"] as? String), try #require(body["visitor_token"] as? String))
