@@ -92,6 +92,13 @@ struct CallScreenBrowserTests {
                 #expect(screen["primary"] as? Bool == true, "Autorizar is not the primary button: \(screen)")
                 #expect(screen["camera"] as? Bool == false, "a camera was opened for a call without video: \(screen)")
                 await browser.screenshot("call-screen-no-video-\(engine)")
+                if engine == .chromium {
+                    // axe is injected over WebDriver (Chromium's CSP bypass lets it run).
+                    try await browser.cdp("Page.setBypassCSP", ["enabled": true])
+                    let problems = try await AccessibilityBrowserTests().violations(browser, axe: try AccessibilityBrowserTests.axeSource(),
+                                                                                    page: "call without video")
+                    #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+                }
 
                 try await browser.click(css: "#call-actions button[data-action=authorize]")
                 try await visitorSees(server, token: visit.token, "authorize")
@@ -112,7 +119,7 @@ struct CallScreenBrowserTests {
             try await WebDriver.with(engine) { browser in
                 if engine == .chromium {
                     // Chromium has WebRTC: the page gets a browser without it.
-                    _ = try await browser.cdp("Page.addScriptToEvaluateOnNewDocument", ["source": """
+                    try await browser.cdp("Page.addScriptToEvaluateOnNewDocument", ["source": """
                         delete window.RTCPeerConnection; delete window.webkitRTCPeerConnection;
                         """])
                 }
