@@ -155,13 +155,6 @@ export class VideoCall {
     return true;
   }
 
-  unavailable(text) {
-    if (this.ended) return false;
-    this.ended = true;
-    this.options.onState("unavailable", text);
-    return false;
-  }
-
   /** A frame from the realtime socket (`call.*` or `error`); ignores other visits' frames. */
   handle(frame) {
     if (this.ended || !frame) return;
@@ -235,6 +228,14 @@ export class VideoCall {
   }
 
   // MARK: internals
+
+  /** Ends the call before anything opened, showing `text`; false, for `available()` to return. */
+  unavailable(text) {
+    if (this.ended) return false;
+    this.ended = true;
+    this.options.onState("unavailable", text);
+    return false;
+  }
 
   state(state, text) {
     if (!this.ended) this.options.onState(state, text);
