@@ -86,6 +86,7 @@ public final class ServerMetrics: Sendable {
         case .checkViolation: kind = "check_violation"
         case .unavailable: kind = "unavailable"
         case .conflict: kind = "conflict"
+        case .full: kind = "full"
         case .failed: kind = "failed"
         case nil: return // a caller's own error thrown inside a transaction, not the database's
         }
