@@ -277,7 +277,8 @@ struct GateBrowserTests {
                 #expect(stored.header("Content-Type")?.hasPrefix(recordsAAC ? "audio/mp4" : "audio/wav") == true)
                 if !recordsAAC {
                     // 16 kHz mono 16-bit: 32,000 bytes a second after the 44-byte header.
-                    #expect(stored.body.starts(with: Array("RIFF".utf8)), "\(stored.body.prefix(12))")
+                    let isRIFF = stored.body.starts(with: Array("RIFF".utf8))
+                    #expect(isRIFF, "the stored recado starts \(stored.body.prefix(12))")
                     #expect((durationMs * 32..<(durationMs + 1) * 32).contains(stored.body.count - 44), "\(stored.body.count) bytes")
                 }
 
