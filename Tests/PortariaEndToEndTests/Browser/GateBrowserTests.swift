@@ -296,6 +296,7 @@ struct GateBrowserTests {
                 let played = try await browser.execute("return document.querySelector(arguments[0]).duration",
                                                        ["li.visit[data-id='\(visitID)'] audio"]) as? Double ?? -1
                 #expect(abs(played * 1000 - Double(durationMs)) < 100, "the player says \(played) s; the server \(durationMs) ms")
+                print("gate recado: \(voice["content_type"] ?? "?"), \(durationMs) ms, \(stored.body.count) bytes; the web app's player: \(played) s")
             }
         }
     }
