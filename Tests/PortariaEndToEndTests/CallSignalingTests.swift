@@ -130,6 +130,8 @@ struct CallSignalingTests {
             let visitor = try await Self.gatePage(server, visitorToken: visitorToken)
             let phone = try await R.subscribe(server, maria, query: "?device_id=phone-1")
             try await Self.answer(server, maria, visit: visit)
+            // The gate page offers once it hears the answer; an offer before it has no call yet.
+            _ = try await visitor.until("visit.answered", timeout: .seconds(20))
 
             let offer = #""v=0\r\no=- 1 2 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nc=IN IP4 0.0.0.0\r\n""#
             visitor.connection.send(text: Self.frame("call.offer", #"{"visit_id":"\#(visit)","sdp":\#(offer)}"#))
