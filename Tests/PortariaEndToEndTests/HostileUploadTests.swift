@@ -42,7 +42,7 @@ struct HostileUploadTests {
         let voices = try Self.crafted("media-voice")
         for named in ["crash-ogg-granule-overflow-48-bytes", "crash-webm-cluster-timecode-near-2to64", "crash-webm-duration-nan",
                       "crash-webm-duration-1e300", "crash-m4a-huge-64-bit-box-size",
-                      "hostile-m4a-duration-sum-wraps"] {
+                      "hostile-m4a-duration-sum-wraps", "hostile-wav-data-size-4gib", "hostile-wav-wrong-byte-rate", "hostile-wav-61s"] {
             #expect(voices.contains { $0.name.hasPrefix(named) }, "fuzz/corpus/media-voice/ lacks \(named)")
         }
         #expect(voices.first { $0.name.hasPrefix("crash-ogg-granule-overflow-48-bytes") }?.bytes.count == 48)
@@ -82,6 +82,37 @@ struct HostileUploadTests {
             let ogg = Array(try Data(contentsOf: Self.root.appendingPathComponent("fuzz/corpus/media-voice/valid-ogg-3s.ogg")))
             #expect(try await upload(server, "voice_message", token: token, ogg, contentType: "audio/ogg").status == 200)
             #expect(try await upload(server, "photo", token: token, jpeg, contentType: "image/jpeg").status == 200)
+        }
+    }
+
+    /// A 16 kHz mono 16-bit WAV of `seconds` of silence, as the gate page writes it.
+    static func wav(seconds: Int) -> [UInt8] {
+        func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(value >> (8 * $0) & 0xFF) } }
+        let data = seconds * 32_000
+        return Array("RIFF".utf8) + le(36 + data, 4) + Array("WAVEfmt ".utf8) + le(16, 4) + le(1, 2) + le(1, 2)
+            + le(16_000, 4) + le(32_000, 4) + le(2, 2) + le(16, 2) + Array("data".utf8) + le(data, 4) + [UInt8](repeating: 0, count: data)
+    }
+
+    @Test("a 60 s WAV recado (1.92 MB, over the compressed formats' 1 MiB) is read whole, stored and served back as audio/wav; one byte over 2 MiB is refused")
+    func sixtySecondWAV() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let token = try await Self.ring(server)
+            let bytes = Self.wav(seconds: 60)
+            #expect(bytes.count == 1_920_044)
+            let reply = try await upload(server, "voice_message", token: token, bytes, contentType: "audio/wav")
+            #expect(reply.status == 200, "\(reply.status) \(reply.text.prefix(300))")
+            let visit = try JSONCoding.decoder().decode(PublicVisit.self, from: Data(reply.body))
+            #expect(visit.hasVoiceMessage)
+            // The concierge sees every visit of the building.
+            let concierge = try await RealtimeTests.login(server, "portaria")
+            let served = try await server.request("GET", "/v1/visits/\(visit.id)/voice_message", headers: [
+                ("Authorization", "Bearer \(concierge.token)"), ("X-Company-Id", concierge.companyID)])
+            #expect(served.status == 200, "\(served.status) \(served.text.prefix(200))")
+            #expect(served.header("Content-Type") == "audio/wav")
+            #expect(served.body == bytes)
+            let over = try await upload(server, "voice_message", token: token, bytes + [UInt8](repeating: 0, count: 2 * 1024 * 1024 - bytes.count + 1),
+                                        contentType: "audio/wav")
+            #expect(over.status == 413, "\(over.status) \(over.text.prefix(200))")
         }
     }
 }

@@ -22,6 +22,8 @@ struct MakeSeeds {
         try write("media-voice", "valid-ogg-3s.ogg", MediaSamples.ogg(seconds: 3))
         try write("media-voice", "valid-webm-2s.webm", MediaSamples.webm(seconds: 2))
         try write("media-voice", "valid-m4a-5s.m4a", MediaSamples.m4a(seconds: 5))
+        try write("media-voice", "valid-wav-2s.wav", MediaSamples.wav(seconds: 2))
+        try write("media-voice", "valid-wav-stereo-list.wav", MediaSamples.wav(seconds: 0.25, rate: 48_000, channels: 2, list: true))
         try write("media-voice", "valid-webm-duration.webm", HostileMedia.webm(info: HostileMedia.duration(1_500)))
         for (name, bytes) in HostileMedia.voiceCrashes { try write("media-voice", name + ".bin", bytes) }
 

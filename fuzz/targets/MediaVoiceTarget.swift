@@ -1,4 +1,4 @@
-// fuzz/media-voice: MediaSniffer.voice on arbitrary bytes (Ogg/Opus, WebM/Opus, M4A).
+// fuzz/media-voice: MediaSniffer.voice on arbitrary bytes (Ogg/Opus, WebM/Opus, M4A, WAV).
 // Any input must end in a Voice or a thrown Failure; a trap is a finding.
 
 @_cdecl("LLVMFuzzerTestOneInput")

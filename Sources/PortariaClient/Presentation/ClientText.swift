@@ -424,7 +424,8 @@ extension ClientText {
     // Visit detail
     public static let voiceMessageTitle = "Recado"
     public static let stopVoiceMessage = "Parar recado"
-    /// The recording's format is one this phone cannot play (a WebM/Ogg recording on iOS).
+    /// The recording's format is one this phone cannot play: on iOS, the WebM/Ogg Opus a
+    /// visitor's browser uploads only when it could not convert its recording to WAV.
     public static let voiceMessageUnplayable = "Este recado não pode ser tocado neste aparelho"
     public static let decideTitle = "Decidir"
     public static let timelineTitle = "Linha do tempo"

@@ -15,7 +15,7 @@ struct MediaShares: Sendable {
     let visitKiB: Int
     let visitWindow: TimeInterval
 
-    static let floorBytes = MediaSniffer.maxPhotoBytes + MediaSniffer.maxVoiceBytes
+    static let floorBytes = MediaSniffer.maxPhotoBytes + MediaSniffer.maxVoiceUploadBytes
     static let day: TimeInterval = 86_400
 
     init(quotaBytes: Int, configuration: VisitsConfiguration, address: String, visitID: String) {

@@ -5,7 +5,10 @@ import Foundation
 /// No image or audio library: only the container structure is touched.
 enum MediaSniffer {
     static let maxPhotoBytes = 2 * 1024 * 1024
+    /// The compressed voice formats (WebM, Ogg, M4A); WAV has `maxWAVBytes`.
     static let maxVoiceBytes = 1024 * 1024
+    /// The largest voice upload of any format: what the upload route reads.
+    static var maxVoiceUploadBytes: Int { max(maxVoiceBytes, maxWAVBytes) }
     static let maxVoiceMilliseconds = 60_000
     /// Containers round their durations; a 60.0 s recording may read 60.02 s.
     static let voiceToleranceMilliseconds = 500
@@ -153,11 +156,16 @@ enum MediaSniffer {
 
     // MARK: Voice messages
 
-    /// WebM/Opus, Ogg/Opus or M4A/AAC, with its duration read from the container.
+    /// WebM/Opus, Ogg/Opus, M4A/AAC (each at most `maxVoiceBytes`) or WAV/PCM (at most
+    /// `maxWAVBytes`), with its duration read from the container.
     static func voice(_ bytes: [UInt8]) throws(Failure) -> Voice {
-        guard bytes.count <= maxVoiceBytes else { throw .tooLarge }
+        guard bytes.count <= maxVoiceUploadBytes else { throw .tooLarge }
         let voice: Voice
-        if bytes.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) {
+        if bytes.starts(with: Array("RIFF".utf8)) {
+            voice = try wav(bytes)
+        } else if bytes.count > maxVoiceBytes {
+            throw .tooLarge
+        } else if bytes.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) {
             voice = try webm(bytes)
         } else if bytes.starts(with: Array("OggS".utf8)) {
             voice = try ogg(bytes)

@@ -104,10 +104,12 @@ enum VisitError: RenderableError {
         case .callNotActive: return "relay credentials are issued only while a call is live for this visit"
         case .mediaQuotaExceeded(let quota):
             return "this building's visitors stored their \(quota / (1024 * 1024)) MiB of photos and voice messages for today"
-        case .mediaTooLarge(let kind): return "\(kind.rawValue) exceeds \(kind.maxBytes) bytes"
+        case .mediaTooLarge(.photo): return "photo exceeds \(MediaSniffer.maxPhotoBytes) bytes"
+        case .mediaTooLarge(.voiceMessage):
+            return "voice_message exceeds \(MediaSniffer.maxVoiceBytes) bytes (WebM, Ogg, M4A) or \(MediaSniffer.maxWAVBytes) bytes (WAV)"
         case .mediaTooLong(_, let ms): return "voice_message lasts \(ms / 1000) s; the limit is 60 s"
         case .mediaUnrecognized(let kind):
-            return kind == .photo ? "photo must be a JPEG or PNG image" : "voice_message must be WebM/Opus, Ogg/Opus or M4A/AAC"
+            return kind == .photo ? "photo must be a JPEG or PNG image" : "voice_message must be WebM/Opus, Ogg/Opus, M4A/AAC or WAV (16-bit PCM)"
         case .mediaMalformed(let kind, let why): return "\(kind.rawValue) is malformed: \(why)"
         }
     }

@@ -675,6 +675,4 @@ public struct VisitService: Sendable {
 public enum MediaKind: String, Sendable {
     case photo
     case voiceMessage = "voice_message"
-
-    var maxBytes: Int { self == .photo ? MediaSniffer.maxPhotoBytes : MediaSniffer.maxVoiceBytes }
 }

@@ -49,7 +49,7 @@ public final class VisitsModule: Sendable {
     public static func bodyLimit(method: String, path: String) -> Int? {
         guard method == "POST" else { return nil }
         if path == "/v1/visitor/visit/photo" { return MediaSniffer.maxPhotoBytes }
-        if path == "/v1/visitor/visit/voice_message" { return MediaSniffer.maxVoiceBytes }
+        if path == "/v1/visitor/visit/voice_message" { return MediaSniffer.maxVoiceUploadBytes }
         return nil
     }
 

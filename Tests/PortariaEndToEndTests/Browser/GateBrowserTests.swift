@@ -222,7 +222,10 @@ struct GateBrowserTests {
         }
     }
 
-    @Test("Nobody answers: the visitor records a voice message (Chromium's fake microphone) and it reaches the server")
+    @Test("""
+        Nobody answers: the visitor records a recado (Chromium's fake microphone); without an AAC encoder it is stored \
+        as a 16 kHz WAV, and Maria's web app plays it for as long as the server says it lasts
+        """)
     func unansweredVisitLeavesAVoiceMessage() async throws {
         try await TestServer.with(["--demo"]) { server in
             // A-101 rings for 10 s only (the shortest window the settings allow).
@@ -238,10 +241,13 @@ struct GateBrowserTests {
             try #require(updated.status == 200, "\(updated.text)")
 
             try await WebDriver.with { browser in
-                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+                let base = "http://127.0.0.1:\(server.port)"
+                try await browser.navigate("\(base)/gate/demo-gate")
                 try await browser.waitFor("the unit list") {
                     try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
                 }
+                // Debian's Chromium has no AAC encoder: the gate takes the WAV path there.
+                let recordsAAC = try await browser.execute("return MediaRecorder.isTypeSupported('audio/mp4;codecs=mp4a.40.2')") as? Bool ?? false
                 try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
                 try await browser.type(try await browser.find(css: "#name"), "Visitante Sem Resposta")
                 try await browser.click(css: "#ring")
@@ -253,15 +259,45 @@ struct GateBrowserTests {
                     Int(try await browser.visibleText("#voice-timer") ?? "") ?? 0 >= 2
                 }
                 try await browser.click(css: "#voice-stop")
+                try await browser.waitFor("the recording ready to send") { try await browser.visibleText("#voice-send") != nil }
                 try await browser.click(css: "#voice-send")
                 try await browser.waitForText("#voice-status", containing: "Recado enviado")
                 await browser.screenshot("gate-voice-sent")
-            }
 
-            let pending = try await server.request("GET", "/v1/visits?status=pending", headers: headers).json()
-            let visit = try #require((pending["visits"] as? [[String: Any]])?.first { $0["visitor_name"] as? String == "Visitante Sem Resposta" })
-            let voice = try #require(visit["voice_message"] as? [String: Any], "the pendência has its recado")
-            #expect((voice["content_type"] as? String)?.hasPrefix("audio/") == true, "\(voice)")
+                let pending = try await server.request("GET", "/v1/visits?status=pending", headers: headers).json()
+                let visit = try #require((pending["visits"] as? [[String: Any]])?.first { $0["visitor_name"] as? String == "Visitante Sem Resposta" })
+                let visitID = try #require(visit["id"] as? String)
+                let voice = try #require(visit["voice_message"] as? [String: Any], "the pendência has its recado")
+                #expect(voice["content_type"] as? String == (recordsAAC ? "audio/mp4" : "audio/wav"), "\(voice)")
+                // At least the two seconds the timer showed; well under the 58 s auto-stop.
+                let durationMs = try #require(voice["duration_ms"] as? Int, "\(voice)")
+                #expect((1_500...50_000).contains(durationMs), "\(voice)")
+                let stored = try await server.request("GET", "/v1/visits/\(visitID)/voice_message", headers: headers)
+                #expect(stored.status == 200)
+                #expect(stored.header("Content-Type")?.hasPrefix(recordsAAC ? "audio/mp4" : "audio/wav") == true)
+                if !recordsAAC {
+                    // 16 kHz mono 16-bit: 32,000 bytes a second after the 44-byte header.
+                    let isRIFF = stored.body.starts(with: Array("RIFF".utf8))
+                    #expect(isRIFF, "the stored recado starts \(stored.body.prefix(12))")
+                    #expect((durationMs * 32..<(durationMs + 1) * 32).contains(stored.body.count - 44), "\(stored.body.count) bytes")
+                }
+
+                // Maria's web app plays it: the browser's player decodes it, and it lasts as long as the server says.
+                try await ResidentAppDefectTests().loginAsMaria(browser, base: base, waitingFor: visitID)
+                let button = "li.visit[data-id='\(visitID)'] button[data-voice]"
+                try await browser.waitFor("the Ouvir recado button") { try await browser.visibleText(button) != nil }
+                try await browser.click(css: button)
+                try await browser.waitFor("the player with the recording decoded") {
+                    try await browser.execute("""
+                        const a = document.querySelector(arguments[0]);
+                        return !!a && !a.error && a.readyState >= 2;
+                        """, ["li.visit[data-id='\(visitID)'] audio"]) as? Bool == true
+                }
+                let played = try await browser.execute("return document.querySelector(arguments[0]).duration",
+                                                       ["li.visit[data-id='\(visitID)'] audio"]) as? Double ?? -1
+                #expect(abs(played * 1000 - Double(durationMs)) < 100, "the player says \(played) s; the server \(durationMs) ms")
+                print("gate recado: \(voice["content_type"] ?? "?"), \(durationMs) ms, \(stored.body.count) bytes; the web app's player: \(played) s")
+            }
         }
     }
 }

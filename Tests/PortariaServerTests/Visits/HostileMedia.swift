@@ -87,6 +87,34 @@ enum HostileMedia {
         return S.box("ftyp", Array("M4A ".utf8) + S.be32(0) + Array("M4A isom".utf8)) + S.box("moov", mvhd + trak)
     }
 
+    /// A WAV whose `data` chunk claims 4 GiB − 1 bytes in a file of a few dozen: the
+    /// duration must come from bytes that are there.
+    static func wavDataSizeOverflow() -> [UInt8] {
+        S.riff([("fmt ", nil, S.wavFormat()), ("data", 0xFFFF_FFFF, [0, 0, 0, 0])])
+    }
+
+    /// A WAV whose RIFF size claims 4 GiB − 1 bytes.
+    static func wavRIFFSizeOverflow() -> [UInt8] {
+        S.riff([("fmt ", nil, S.wavFormat()), ("data", nil, [0, 0, 0, 0])], riffSize: 0xFFFF_FFFF)
+    }
+
+    /// A WAV whose `fmt ` chunk claims 4 GiB − 8 bytes: `index + 8 + size` would pass 2^32.
+    static func wavFormatSizeOverflow() -> [UInt8] {
+        S.riff([("fmt ", 0xFFFF_FFF8, S.wavFormat()), ("data", nil, [0, 0, 0, 0])])
+    }
+
+    /// 16 kHz mono whose byte rate says 1 byte a second: 32,000 bytes of samples would
+    /// read as 32,000 s if the byte rate were trusted.
+    static func wavWrongByteRate() -> [UInt8] {
+        S.riff([("fmt ", nil, S.wavFormat(byteRate: 1)), ("data", nil, [UInt8](repeating: 0, count: 32_000))])
+    }
+
+    /// The gate's WAV cut in the middle of its samples: the data chunk claims more than is there.
+    static func wavTruncated() -> [UInt8] { Array(S.wav(seconds: 0.5).dropLast(1_000)) }
+
+    /// 61 s at 8 kHz mono (the smallest byte rate admitted): over the 60 s limit.
+    static func wavTooLong() -> [UInt8] { S.wav(seconds: 61, rate: 8_000) }
+
     /// The crafted voice messages, by the seed file name they have in the fuzz corpus.
     static let voiceCrashes: [(name: String, bytes: [UInt8])] = [
         ("crash-ogg-granule-overflow-48-bytes", oggGranuleOverflow()),
@@ -99,5 +127,11 @@ enum HostileMedia {
         ("crash-m4a-huge-64-bit-box-size", m4aHugeLargeSize()),
         ("hostile-m4a-huge-duration", m4aHugeDuration()),
         ("hostile-m4a-duration-sum-wraps", m4aDurationSumWraps()),
+        ("hostile-wav-data-size-4gib", wavDataSizeOverflow()),
+        ("hostile-wav-riff-size-4gib", wavRIFFSizeOverflow()),
+        ("hostile-wav-fmt-size-4gib", wavFormatSizeOverflow()),
+        ("hostile-wav-wrong-byte-rate", wavWrongByteRate()),
+        ("hostile-wav-truncated", wavTruncated()),
+        ("hostile-wav-61s", wavTooLong()),
     ]
 }

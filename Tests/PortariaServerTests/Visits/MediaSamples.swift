@@ -82,4 +82,33 @@ enum MediaSamples {
         let trak = box("trak", box("mdia", box("minf", box("stbl", stsd))))
         return box("ftyp", Array("M4A ".utf8) + be32(0) + Array("M4A isom".utf8)) + box("moov", mvhd + trak)
     }
+
+    /// A RIFF/WAVE `fmt ` chunk body: PCM unless `format` says otherwise; byte rate and
+    /// block align consistent unless given.
+    static func wavFormat(format: Int = 1, channels: Int = 1, rate: Int = 16_000, bits: Int = 16,
+                          byteRate: Int? = nil, blockAlign: Int? = nil) -> [UInt8] {
+        let align = blockAlign ?? channels * bits / 8
+        return le(UInt64(format), 2) + le(UInt64(channels), 2) + le(UInt64(rate), 4)
+            + le(UInt64(byteRate ?? rate * align), 4) + le(UInt64(align), 2) + le(UInt64(bits), 2)
+    }
+
+    /// A RIFF/WAVE file of the given chunks (type, body; the declared size may differ).
+    static func riff(_ chunks: [(type: String, size: Int?, body: [UInt8])], riffSize: Int? = nil) -> [UInt8] {
+        var content = Array("WAVE".utf8)
+        for chunk in chunks {
+            content += Array(chunk.type.utf8) + le(UInt64(chunk.size ?? chunk.body.count), 4) + chunk.body
+            if chunk.body.count % 2 == 1 { content.append(0) }
+        }
+        return Array("RIFF".utf8) + le(UInt64(riffSize ?? content.count), 4) + content
+    }
+
+    /// A 16-bit PCM WAV of `seconds` of silence, as the gate page writes it (16 kHz mono
+    /// by default), with a LIST chunk between `fmt ` and `data` as other writers add.
+    static func wav(seconds: Double, rate: Int = 16_000, channels: Int = 1, list: Bool = false) -> [UInt8] {
+        let frames = Int(seconds * Double(rate))
+        var chunks: [(type: String, size: Int?, body: [UInt8])] = [("fmt ", nil, wavFormat(channels: channels, rate: rate))]
+        if list { chunks.append(("LIST", nil, Array("INFOISFT".utf8) + le(5, 4) + Array("gate\0".utf8))) }
+        chunks.append(("data", nil, [UInt8](repeating: 0, count: frames * channels * 2)))
+        return riff(chunks)
+    }
 }

@@ -490,7 +490,12 @@ function wire() {
   $("visit-cancel").addEventListener("click", cancelVisit);
   $("visit-new").addEventListener("click", newVisit);
   $("voice-record").addEventListener("click", startVoice);
-  $("voice-stop").addEventListener("click", () => state.recorder && state.recorder.stop());
+  $("voice-stop").addEventListener("click", () => {
+    if (!state.recorder) return;
+    // Converting a recording to WAV (decision 0077) takes a moment after the stop.
+    setText("voice-status", "Preparando o recado…");
+    state.recorder.stop();
+  });
   $("voice-send").addEventListener("click", sendVoice);
   $("voice-again").addEventListener("click", startVoice);
   $("fatal-retry").addEventListener("click", loadGate);

@@ -93,8 +93,8 @@ struct VisitDetailView: View {
         }
         VoiceMessageAudio.begin(duringCall: app.callVisitID != nil)
         player = try? AVAudioPlayer(data: data)
-        // The gate records MP4/AAC wherever the browser can (decision 0077); a recording
-        // AVAudioPlayer cannot read gets a sentence instead of a button that does nothing.
+        // The gate uploads MP4/AAC or WAV/PCM, both of which AVAudioPlayer reads (decision
+        // 0077); anything else it cannot read gets a sentence instead of a dead button.
         voiceProblem = player == nil ? ClientText.voiceMessageUnplayable : nil
         if player == nil { VoiceMessageAudio.end(duringCall: app.callVisitID != nil) }
         player?.play()
