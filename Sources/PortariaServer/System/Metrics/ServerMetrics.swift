@@ -85,6 +85,7 @@ public final class ServerMetrics: Sendable {
         case .foreignKeyViolation: kind = "foreign_key_violation"
         case .checkViolation: kind = "check_violation"
         case .unavailable: kind = "unavailable"
+        case .full: kind = "full"
         case .conflict: kind = "conflict"
         case .failed: kind = "failed"
         case nil: return // a caller's own error thrown inside a transaction, not the database's
