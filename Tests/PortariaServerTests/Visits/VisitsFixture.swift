@@ -25,7 +25,10 @@ struct VisitsFixture: Sendable {
             let clock = ManualTimeSource(Date(timeIntervalSince1970: 1_800_000_000))
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("portaria-visits-\(UUID().uuidString)").path
             var configuration = VisitsConfiguration()
+            // Tests ring one unit many times a minute; the caps across addresses have their own tests.
             configuration.gateLimit = 10_000
+            configuration.unitRingLimit = 10_000
+            configuration.gateRingLimit = 10_000
             configuration.dataDirectory = directory
             let module = VisitsModule(database: auth.storage.database, authenticator: auth.authenticator,
                                       configuration: configuration, clock: clock, beforeIdempotentWork: beforeIdempotentWork)
