@@ -4,7 +4,7 @@
 #               suite under AddressSanitizer (SANITIZE=address|thread|all, empty to skip)
 #   make test-repeat N=10   the whole suite N times from a fresh clone
 # Also: make ios-typecheck (the iOS shell type-checked on Linux), make build, make bench,
-#   make conformance, make soak, make sanitize, make clean, make bootstrap, make fuzz (each
+#   make conformance, make soak, make chaos, make sanitize, make clean, make bootstrap, make fuzz (each
 #   libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each), make
 #   screenshots (docs/screenshots, the README tour).
 
@@ -32,7 +32,7 @@ E2E_WIDTH ?= 8
 # empty to skip (`SANITIZE= make test`, `SANITIZE= make test-repeat`).
 SANITIZE ?= address
 
-.PHONY: ios-typecheck run test test-repeat sanitize build bench bench-instances conformance soak clean bootstrap fuzz fuzz-short screenshots
+.PHONY: ios-typecheck run test test-repeat sanitize build bench bench-instances conformance soak chaos clean bootstrap fuzz fuzz-short screenshots
 
 bootstrap:
 	@scripts/bootstrap
@@ -123,6 +123,13 @@ conformance: bootstrap
 soak: build
 	$(SWIFT) build -c release --product portaria-bench
 	scripts/soak
+
+# Faults under a mixed load against the release binary (scripts/chaos): kill -9 and restart,
+# PostgreSQL restarted, SQLite's disk filled, on SQLite and PostgreSQL; prints faults,
+# answers by status, answered writes, lost writes (must be 0) and recovery times.
+# CHAOS_FAULTS (120 in all), CHAOS_SECONDS (540 at most). Runs as root (a tmpfs mount).
+chaos: build
+	scripts/chaos
 
 clean:
 	$(SWIFT) package clean

@@ -79,9 +79,11 @@ struct MetricsExpositionTests {
         let metrics = ServerMetrics()
         metrics.databaseFailed(StorageError.unavailable("down"))
         metrics.databaseFailed(StorageError.uniqueViolation("dup"))
+        metrics.databaseFailed(StorageError.full("disk full"))
         metrics.databaseFailed(NotStorage())
         #expect(metrics.databaseErrors.value(MetricLabels("unavailable")) == 1)
         #expect(metrics.databaseErrors.value(MetricLabels("unique_violation")) == 1)
+        #expect(metrics.databaseErrors.value(MetricLabels("full")) == 1)
         #expect(!metrics.registry.render().contains("kind=\"failed\""))
     }
 
