@@ -297,20 +297,14 @@ struct HTTPEndToEndTests {
                 }
             }
             defer { stop.withLock { $0 = true }; trickle.cancel() }
-            // While they trickle (about three seconds), every other client is answered promptly.
-            let until = ContinuousClock.now + .seconds(3)
-            var served = 0
-            while ContinuousClock.now < until {
-                let started = ContinuousClock.now
+            // While they trickle, every other client is answered: five requests one after the
+            // other, each within its own timeout (a server wedged by the tricklers would hold
+            // them until the head deadline closed the tricklers, 10 s).
+            for _ in 0..<5 {
                 let response = try await server.request("GET", "/healthz", timeout: .seconds(5))
                 #expect(response.status == 200)
-                // Generous for a loaded 2-core CI machine running the other suites in
-                // parallel; a server wedged by the tricklers would take the 30 s idle timeout.
-                #expect(ContinuousClock.now - started < .seconds(3))
-                served += 1
                 try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(served >= 5)
         }
     }
 
