@@ -181,8 +181,10 @@ struct MetricsEndToEndTests {
             process.standardError = FileHandle(forWritingAtPath: log)
             try process.run()
             defer {
+                // Waited for, not polled: Foundation keeps a process it has not seen exit
+                // (LeakSanitizer reports it), and a SIGKILLed one exits at once.
                 kill(process.processIdentifier, SIGKILL)
-                reap(process)
+                process.waitUntilExit()
             }
             let api = URL(string: "http://127.0.0.1:\(webPort)/api/v1/query")!
             func query(_ expression: String) async -> Double? {
