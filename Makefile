@@ -107,7 +107,7 @@ bench: build
 	  $(SWIFT) build -c release --product portaria-bench; fi
 	bench/run
 
-# Issue 15 item 6: gate POST/s and realtime p99 with 1, 2 and 3 instances on one PostgreSQL.
+# Gate POST/s and realtime p99 with 1, 2 and 3 instances on one PostgreSQL.
 bench-instances: build
 	$(SWIFT) build -c release --product portaria-bench
 	bench/instances
