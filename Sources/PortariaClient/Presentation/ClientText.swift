@@ -428,6 +428,7 @@ extension ClientText {
         case .hungUpHere, .callOver: return "Chamada encerrada"
         case .connectionLost: return "A conexão de vídeo caiu"
         case .couldNotConnect: return "Não foi possível conectar o vídeo"
+        case .unavailable: return "Vídeo indisponível neste servidor (sem relay de vídeo): decida pelos botões."
         case .server(let reason, let endedBy):
             switch reason {
             case .hangup: return endedBy == .visitor ? "O visitante encerrou a chamada" : "Chamada encerrada"
