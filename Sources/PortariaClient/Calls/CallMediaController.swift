@@ -227,7 +227,8 @@ public actor CallMediaController {
         switch effect {
         case .fetchICEServers:
             let response = await iceServers()
-            await handle(.iceServers(response?.iceServers, relayOnly: response?.iceTransportPolicy == .relay), generation: owner)
+            await handle(.iceServers(response?.iceServers, relayOnly: response?.iceTransportPolicy == .relay,
+                                     available: response?.callsAvailable ?? true), generation: owner)
         case .createPeer(let servers, let relayOnly):
             // The call may have ended while this waited in the queue: no camera for it.
             guard owner == generation, !(session?.phase.isEnded ?? true) else { return }

@@ -44,6 +44,7 @@ public enum Schema {
             .init("CREATE INDEX otp_tokens_expires ON otp_tokens (expires_at)"),
         ]),
         Migration(version: 14, name: "audit_log", statements: auditLog),
+        Migration(version: 15, name: "visits_with_location", statements: visitsWithLocation),
     ]
 
     /// The audit trail (decision 0091): append-only facts of who decided, answered, logged
