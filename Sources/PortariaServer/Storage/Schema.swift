@@ -176,30 +176,9 @@ public enum Schema {
                 PRIMARY KEY (user_id, company_id))
             """),
         .init("CREATE INDEX memberships_company ON memberships (company_id)"),
-        .init("""
-            CREATE TABLE membership_permissions (
-                user_id TEXT NOT NULL,
-                company_id TEXT NOT NULL,
-                permission TEXT NOT NULL,
-                PRIMARY KEY (user_id, company_id, permission),
-                FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
-            """),
-        .init("""
-            CREATE TABLE membership_sectors (
-                user_id TEXT NOT NULL,
-                company_id TEXT NOT NULL,
-                sector_id TEXT NOT NULL REFERENCES sectors(id) ON DELETE CASCADE,
-                PRIMARY KEY (user_id, company_id, sector_id),
-                FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
-            """),
-        .init("""
-            CREATE TABLE membership_units (
-                user_id TEXT NOT NULL,
-                company_id TEXT NOT NULL,
-                unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
-                PRIMARY KEY (user_id, company_id, unit_id),
-                FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
-            """),
+        .init(membershipTable("membership_permissions", column: "permission", "TEXT NOT NULL")),
+        .init(membershipTable("membership_sectors", column: "sector_id", "TEXT NOT NULL REFERENCES sectors(id) ON DELETE CASCADE")),
+        .init(membershipTable("membership_units", column: "unit_id", "TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE")),
         .init("CREATE INDEX membership_units_unit ON membership_units (unit_id)"),
         .init("""
             CREATE TABLE unit_ring_order (
@@ -270,4 +249,16 @@ public enum Schema {
                 count INTEGER NOT NULL)
             """),
     ]
+
+    /// What a membership holds (permissions, sectors, units): rows that go with it.
+    private static func membershipTable(_ name: String, column: String, _ definition: String) -> String {
+        """
+        CREATE TABLE \(name) (
+            user_id TEXT NOT NULL,
+            company_id TEXT NOT NULL,
+            \(column) \(definition),
+            PRIMARY KEY (user_id, company_id, \(column)),
+            FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
+        """
+    }
 }
