@@ -130,7 +130,7 @@ final class CallFeedState: RealtimeCompanionState {
 
     func received(type: String, data: [UInt8], on connection: WebSocketConnection, member: FeedState.Member?) async {
         guard let member, let peer = member.peer else {
-            connection.send(text: FeedState.error("CALL_NOT_FOUND", "this socket is not part of a call"))
+            connection.send(text: RealtimeClientMessage.errorFrame("CALL_NOT_FOUND", "this socket is not part of a call"))
             return
         }
         let signal: CallSignal

@@ -283,7 +283,7 @@ final class FeedState {
     func received(_ connection: WebSocketConnection, _ text: String) async {
         switch RealtimeClientMessage.parse(text) {
         case .invalid:
-            connection.send(text: Self.error("INVALID_MESSAGE", "frames are JSON objects with a string \"type\""))
+            connection.send(text: RealtimeClientMessage.errorFrame("INVALID_MESSAGE", "frames are JSON objects with a string \"type\""))
         case .ping:
             connection.send(text: JSONValue.object(["type": .string("pong")]).jsonText)
         case .call(let type, let data):
@@ -291,12 +291,7 @@ final class FeedState {
             let member = companyOf[key].flatMap { companies[$0]?.members[key] }
             await companion.received(type: type, data: data, on: connection, member: member)
         case .unknown(let type):
-            connection.send(text: Self.error("UNKNOWN_MESSAGE_TYPE", "unknown message type \(type.prefix(40))"))
+            connection.send(text: RealtimeClientMessage.errorFrame("UNKNOWN_MESSAGE_TYPE", "unknown message type \(type.prefix(40))"))
         }
-    }
-
-    /// An `error` frame (no seq: it answers the socket, it is no event).
-    static func error(_ code: String, _ message: String) -> String {
-        JSONValue.object(["type": .string("error"), "data": .object(["code": .string(code), "message": .string(message)])]).jsonText
     }
 }
