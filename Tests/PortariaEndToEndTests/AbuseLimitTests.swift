@@ -1,6 +1,7 @@
 import Foundation
 @testable import PortariaCore
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -557,20 +558,20 @@ extension SecuritySuites {
         /// difference between the two kinds of phone — storing a code — take seconds: it locks
         /// `otp_codes` on PostgreSQL. The answer must not wait for it.
         @Test("timing: the answer to a send never waits on work that depends on the phone being registered (code table locked, 202 still at once)",
-              .enabled(if: SecurityPostgres.url != nil, "needs PostgreSQL (make test runs under scripts/with-postgres)"))
+              .requires(.postgres))
         func sendAnswersBeforeStoringTheCode() async throws {
-            let database = try #require(try SecurityPostgres.createDatabase())
+            let database = try #require(try TestPostgres.createDatabase())
             defer { database.drop() }
             try await TestServer.with(["--demo", "--database", database.url]) { server in
-                let locker = try SecurityPostgres.start(database.url, """
+                let locker = try TestPostgres.start(database.url, """
                     BEGIN;
                     LOCK TABLE otp_codes IN ACCESS EXCLUSIVE MODE;
                     SELECT pg_sleep(5);
                     COMMIT;
                     """)
-                defer { SecurityPostgres.finish(locker) }
+                defer { TestPostgres.finish(locker) }
                 let locked = await eventually(within: .seconds(10)) {
-                    (try? SecurityPostgres.query(database.url, """
+                    (try? TestPostgres.query(database.url, """
                         SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
                         WHERE c.relname = 'otp_codes' AND l.mode = 'AccessExclusiveLock' AND l.granted
                         """)) == "1"
@@ -590,63 +591,6 @@ extension SecuritySuites {
                 #expect(try await Self.verify(server, Self.maria, code).status == 200)
             }
         }
-    }
-}
-
-/// The run's PostgreSQL (`scripts/with-postgres`), driven with psql.
-enum SecurityPostgres {
-    static var url: String? {
-        let value = ProcessInfo.processInfo.environment["PORTARIA_TEST_POSTGRES_URL"]
-        return value?.isEmpty == false ? value : nil
-    }
-
-    static var psqlPath: String { (ProcessInfo.processInfo.environment["PG_BIN"] ?? "/usr/lib/postgresql/15/bin") + "/psql" }
-
-    /// Starts psql on `script` (stdin) without waiting for it.
-    static func start(_ url: String, _ script: String) throws -> Process {
-        let directory = try makeTemporaryDirectory("psql")
-        let path = directory.appendingPathComponent("script.sql")
-        try Data(script.utf8).write(to: path)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: psqlPath)
-        process.arguments = [url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", path.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
-    /// Ends a `start`ed psql (SIGKILL if it still runs) and reaps it: Foundation keeps a
-    /// Process that nobody waited for, with its arguments and environment (LeakSanitizer).
-    static func finish(_ process: Process) {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    /// The first column of the first row of `sql`, as text.
-    static func query(_ url: String, _ sql: String) throws -> String {
-        let directory = try makeTemporaryDirectory("psql")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outPath = directory.appendingPathComponent("out").path
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: psqlPath)
-        process.arguments = [url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw HarnessError("psql failed: \(sql.prefix(80))") }
-        return ((try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// A new, empty database on the run's cluster and a way to drop it.
-    static func createDatabase() throws -> (url: String, drop: @Sendable () -> Void)? {
-        guard let base = url, var components = URLComponents(string: base) else { return nil }
-        let name = "portaria_security_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
-        _ = try query(base, "CREATE DATABASE \(name)")
-        components.path = "/" + name
-        return (components.string!, { _ = try? query(base, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") })
     }
 }
 
@@ -702,9 +646,9 @@ extension SecuritySuites {
         }
 
         @Test("admin set-password ends the user's sessions at once: the old access and refresh tokens stop working (PostgreSQL, server running)",
-              .enabled(if: SecurityPostgres.url != nil, "needs PostgreSQL (make test runs under scripts/with-postgres)"))
+              .requires(.postgres))
         func setPasswordEndsSessionsLive() async throws {
-            let database = try #require(try SecurityPostgres.createDatabase())
+            let database = try #require(try TestPostgres.createDatabase())
             defer { database.drop() }
             try await TestServer.with(["--demo", "--database", database.url]) { server in
                 try await Self.expectSessionsEnded(first: server, databaseURL: database.url)
@@ -809,21 +753,21 @@ extension SecuritySuites {
         /// libmicrohttpd aborts the process if it is stopped with that connection suspended,
         /// and resuming it after the stop would touch freed memory. Shutdown must wait for it.
         @Test("SIGTERM while a handler is blocked past the 10 s grace: the handler is awaited, its client gets the answer, the process exits 0",
-              .enabled(if: SecurityPostgres.url != nil, "needs PostgreSQL (make test runs under scripts/with-postgres)"))
+              .requires(.postgres))
         func handlerOutlivingTheGraceIsAwaited() async throws {
-            let database = try #require(try SecurityPostgres.createDatabase())
+            let database = try #require(try TestPostgres.createDatabase())
             defer { database.drop() }
             let server = try await TestServer.start(["--demo", "--database", database.url])
             defer { server.discard() }
-            let locker = try SecurityPostgres.start(database.url, """
+            let locker = try TestPostgres.start(database.url, """
                 BEGIN;
                 LOCK TABLE gates IN ACCESS EXCLUSIVE MODE;
                 SELECT pg_sleep(13);
                 COMMIT;
                 """)
-            defer { SecurityPostgres.finish(locker) }
+            defer { TestPostgres.finish(locker) }
             let locked = await eventually(within: .seconds(10)) {
-                (try? SecurityPostgres.query(database.url, """
+                (try? TestPostgres.query(database.url, """
                     SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
                     WHERE c.relname = 'gates' AND l.mode = 'AccessExclusiveLock' AND l.granted
                     """)) == "1"
@@ -832,7 +776,7 @@ extension SecuritySuites {
             let answer = Task { try await server.request("GET", "/v1/gates/demo-gate", timeout: .seconds(40)) }
             // The handler is blocked once the server's query waits on the lock.
             let waiting = await eventually(within: .seconds(10)) {
-                (try? SecurityPostgres.query(database.url,
+                (try? TestPostgres.query(database.url,
                     "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")) == "1"
             }
             try #require(waiting, "the gate request never waited on the lock")

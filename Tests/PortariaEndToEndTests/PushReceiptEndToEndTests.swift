@@ -1,6 +1,7 @@
 import Foundation
 import PortariaClient
 import PortariaCore
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -12,9 +13,8 @@ import Glibc
 /// Service Extension or an Android receiver woken hours later would (decision 0016).
 @Suite("Push receipts with the payload's capability, end to end", .serialized)
 struct PushReceiptEndToEndTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    static let python = root + "/.venv/bin/python3"
-    static var fakesAvailable: Bool { FileManager.default.isExecutableFile(atPath: python) }
+    static let root = Repository.root
+    static let python = Repository.python
     static let apnsKeyID = "ABC123DEFG", apnsTeamID = "DEF123GHIJ", bundle = "br.com.portaria.app"
     static let fcmProject = "portaria-test", fcmClient = "push@portaria-test.iam.gserviceaccount.com"
 
@@ -237,15 +237,15 @@ struct PushReceiptEndToEndTests {
     static func hex() -> String { (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined() }
 
     @Test("SQLite: each phone acks its ring from the payload alone; wrong, other and unknown are one 404 and change nothing",
-          .enabled(if: fakesAvailable, "needs .venv (scripts/bootstrap) for the APNs/FCM fakes"))
+          .requires(.venv))
     func sqlite() async throws {
         try await Self.run(database: [])
     }
 
     @Test("PostgreSQL: each phone acks its ring from the payload alone; wrong, other and unknown are one 404 and change nothing",
-          .enabled(if: fakesAvailable && EndToEndPostgres.url != nil, "needs .venv and PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.venv, .postgres))
     func postgres() async throws {
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
         try await Self.run(database: ["--database", database.url])
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// schemathesis (PyPI, installed into .venv by scripts/bootstrap) generates requests from
@@ -6,12 +7,11 @@ import Testing
 /// binary: no input may produce a 5xx, and every status must be documented.
 @Suite("OpenAPI fuzzing")
 struct SchemathesisTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let root = Repository.root
     static let tool = root + "/.venv/bin/schemathesis"
-    static var available: Bool { FileManager.default.isExecutableFile(atPath: tool) }
 
     @Test("generated requests never get a 5xx, and every status is documented",
-          .enabled(if: available, "run scripts/bootstrap to install schemathesis into .venv"), .timeLimit(.minutes(5)))
+          .requires(.schemathesis), .timeLimit(.minutes(5)))
     func noServerErrors() async throws {
         try await TestServer.with(["--demo", "--gate-limit", "1000000", "--unit-ring-limit", "1000000", "--gate-ring-limit", "1000000", "--login-limit", "1000000"]) { server in
             let login = try await server.postJSON("/v1/auth/login", #"{"username":"admin","password":"demo1234"}"#)

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// Over real HTTP against the real binary: kill -9 while resolves are in flight.
@@ -13,7 +14,7 @@ struct VisitsCrashTests {
         var testDescription: String { rawValue }
     }
 
-    static let databases: [Database] = EndToEndPostgres.url == nil ? [.sqlite] : [.sqlite, .postgres]
+    static let databases: [Database] = casesAvailable([.sqlite, .postgres]) { $0 == .postgres ? .postgres : nil }
 
     struct Attempt: Sendable {
         var visit: String
@@ -27,7 +28,7 @@ struct VisitsCrashTests {
         var drop: () -> Void = {}
         var arguments = ["--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000"]
         if database == .postgres {
-            let created = try #require(try EndToEndPostgres.create())
+            let created = try #require(try TestPostgres.createDatabase())
             arguments += ["--database", created.url]
             drop = created.drop
         }
@@ -80,10 +81,7 @@ struct VisitsCrashTests {
             }
             // Crash once some answers are out and others are still in flight.
             group.addTask {
-                let deadline = ContinuousClock.now + .seconds(10)
-                while seen.current.count < attemptsCopy.count / 10 && ContinuousClock.now < deadline {
-                    try? await Task.sleep(for: .milliseconds(1))
-                }
+                _ = await eventually(within: .seconds(10), every: .milliseconds(1)) { seen.current.count >= attemptsCopy.count / 10 }
                 await crashing.kill9()
             }
         }
@@ -100,12 +98,12 @@ struct VisitsCrashTests {
         // complete (or lose to the winner); in-flight markers of the dead process expire.
         var winners: [String: Set<String>] = [:]
         for (index, attempt) in attempts.enumerated() {
-            var reply = await resolve(attempt, on: server)
-            let deadline = ContinuousClock.now + .seconds(15)
-            while let current = reply, current.status == 409, current.json["error"]?["code"]?.stringValue == "REQUEST_IN_PROGRESS",
-                  ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
+            // The dead process's in-flight marker answers 409 REQUEST_IN_PROGRESS until it expires.
+            var reply: Exchange?
+            _ = await eventually(within: .seconds(15), every: .milliseconds(200)) {
                 reply = await resolve(attempt, on: server)
+                guard let current = reply, current.status == 409 else { return true }
+                return current.json["error"]?["code"]?.stringValue != "REQUEST_IN_PROGRESS"
             }
             let after = try #require(reply)
             if let original = before[index], original.status == 200 {

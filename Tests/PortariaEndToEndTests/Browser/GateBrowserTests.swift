@@ -1,11 +1,12 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// The gate page (`Web/gate/`) in a real headless Chromium driven over WebDriver, against
 /// the real `portaria serve --demo`. Skipped only when chromium or chromedriver is not
 /// installed (CI installs both through scripts/bootstrap).
-@Suite("Gate page in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Gate page in Chromium", .serialized, .requires(.chromium))
 struct GateBrowserTests {
     /// The demo company's gate (DemoData): where the visitor "stands" in the delivery test.
     static let gate = (lat: -23.561684, lon: -46.655981)
@@ -18,12 +19,12 @@ struct GateBrowserTests {
         try await browser.cdp("Emulation.setGeolocationOverride", ["latitude": lat, "longitude": lon, "accuracy": accuracy])
     }
 
-    @Test("A ring answered 503 (a read-only PostgreSQL) is rung again by the page itself once the database takes writes: one visit")
+    @Test("A ring answered 503 (a read-only PostgreSQL) is rung again by the page itself once the database takes writes: one visit",
+          .requires(.postgres))
     func ringRetriedAfterDatabaseFault() async throws {
-        guard EndToEndPostgres.url != nil else { return }
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
-        let name = try #require(URLComponents(string: database.url)?.path.dropFirst()).description
+        let name = database.name
         let terminate = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()"
         try await TestServer.with(["--demo", "--database", database.url]) { server in
             try await WebDriver.with { browser in
@@ -34,12 +35,12 @@ struct GateBrowserTests {
                 try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
                 try await browser.type(try await browser.find(css: "#name"), "Visitante Paciente")
 
-                try EndToEndPostgres.psql("ALTER DATABASE \(name) SET default_transaction_read_only = on")
-                try EndToEndPostgres.psql(terminate)
+                try TestPostgres.run("ALTER DATABASE \(name) SET default_transaction_read_only = on")
+                try TestPostgres.run(terminate)
                 try await browser.click(css: "#ring")
                 try await browser.waitForText("#form-error", containing: "Tentando de novo", within: .seconds(20))
-                try EndToEndPostgres.psql("ALTER DATABASE \(name) RESET default_transaction_read_only")
-                try EndToEndPostgres.psql(terminate)
+                try TestPostgres.run("ALTER DATABASE \(name) RESET default_transaction_read_only")
+                try TestPostgres.run(terminate)
                 try await browser.waitForText("#visit-state", containing: "Chamando", within: .seconds(60))
 
                 // A pooled connection the database ended fails once (503) before it reconnects.

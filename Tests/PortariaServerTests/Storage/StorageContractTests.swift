@@ -18,7 +18,7 @@ struct StorageContractTests {
     // Serialized: each case opens a pool (plus four more handles for the concurrent
     // migrators), and a throw-away cluster allows only max_connections (100) clients.
     @Test("PostgreSQL",
-          .enabled(if: TestPostgres.isConfigured, "PORTARIA_TEST_POSTGRES_URL is not set (run under scripts/with-postgres)"),
+          .requires(.postgres),
           .serialized,
           arguments: StorageContract.checks)
     func postgres(_ check: ContractCheck) async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 @testable import PortariaServer
 
@@ -11,7 +12,7 @@ final class Gate: Sendable {
     var arrivals: Int { arrived.current }
     func pass() async {
         arrived.withLock { $0 += 1 }
-        while !opened.current { try? await Task.sleep(for: .milliseconds(2)) }
+        _ = await eventually(within: .seconds(60), every: .milliseconds(2)) { opened.current }
     }
 }
 
@@ -76,7 +77,7 @@ struct VisitIdempotencyTests {
         try await VisitsFixture.with(backend, beforeIdempotentWork: { await gate.pass() }) { f in
             let (id, _) = try await f.ring()
             async let first = f.resolve(id, as: "maria", key: "slow")
-            while gate.arrivals == 0 { try await Task.sleep(for: .milliseconds(2)) }
+            try await waitUntil("the first resolve reaching the gate", every: .milliseconds(2)) { gate.arrivals > 0 }
             let second = await f.resolve(id, as: "maria", key: "slow")
             #expect(second.status == 409 && second.code == "REQUEST_IN_PROGRESS")
             #expect(second.header("Retry-After") != nil)

@@ -17,7 +17,7 @@ struct VisitsFixture: Sendable {
     let units: [String: String]       // label → id
     let users: [String: String]       // username → id
 
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
 
     static func with(_ backend: Backend, beforeIdempotentWork: (@Sendable () async -> Void)? = nil,
                      _ body: (VisitsFixture) async throws -> Void) async throws {
