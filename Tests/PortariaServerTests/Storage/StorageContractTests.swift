@@ -30,27 +30,24 @@ struct StorageContractTests {
 /// need no running PostgreSQL.
 @Suite("Storage: opening failures")
 struct StorageOpeningTests {
-    @Test("an unreachable PostgreSQL is .unavailable after its retries, not hanging")
+    /// "Gives up" versus "hangs": the open returns its error by itself; the time limit only
+    /// ends one that would never return.
+    @Test("an unreachable PostgreSQL is .unavailable after its retries, not hanging", .timeLimit(.minutes(2)))
     func unreachablePostgres() async throws {
-        let started = ContinuousClock.now
         await expectStorageError(.unavailable) {
             _ = try await DatabaseFactory.open(url: "postgres://postgres@127.0.0.1:1/portaria")
         }
-        // "Gives up" versus "hangs", with room for a loaded CI machine.
-        #expect(ContinuousClock.now - started < .seconds(25))
     }
 
-    @Test("a PostgreSQL server that accepts and never answers is .unavailable after the connect timeout")
+    @Test("a PostgreSQL server that accepts and never answers is .unavailable after the connect timeout", .timeLimit(.minutes(2)))
     func silentPostgres() async throws {
         // A loopback listener that never speaks: only the connect timeout ends the attempt
         // (no packet leaves this machine).
         let listener = try LoopbackPort(listening: true)
         let port = listener.port
-        let started = ContinuousClock.now
         await expectStorageError(.unavailable) {
             _ = try await DatabaseFactory.open(url: "postgres://postgres@127.0.0.1:\(port)/portaria?connect_timeout=2")
         }
-        #expect(ContinuousClock.now - started < .seconds(25))
         // Still listening until here (it closes when `listener` goes).
         #expect(listener.port == port)
     }
