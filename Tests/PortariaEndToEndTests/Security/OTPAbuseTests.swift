@@ -96,7 +96,7 @@ extension SecuritySuites {
         /// test likes: it locks `otp_codes` on PostgreSQL and releases the lock only after
         /// both answers came. An answer that waited on the lock would never come (the request
         /// times out) — observed without a clock.
-        @Test("timing: the answer to a send never waits on work that depends on the phone being registered (code table locked, 202 still at once)",
+        @Test("timing: the answer to a send never waits on work that depends on the phone being registered (code table locked, 202 while it still is)",
               .requires(.postgres))
         func sendAnswersBeforeStoringTheCode() async throws {
             let database = try #require(try TestPostgres.createDatabase())
