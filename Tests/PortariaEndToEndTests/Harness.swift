@@ -270,12 +270,12 @@ extension RawResponse {
 
 // MARK: A URLSession client (how an app speaks HTTP), and throw-away PostgreSQL databases
 
-/// One HTTP exchange as the test sees it.
-struct Exchange: Sendable {
-    var status: Int
-    var body: Data
-    var headers: [String: String]
-    var json: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: body)) ?? .null }
+extension RawResponse {
+    /// The body as an open JSON value (`.null` when it is not JSON).
+    var document: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))) ?? .null }
+
+    /// The body decoded as the server's own contract type.
+    func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T { try JSONCoding.decoder().decode(T.self, from: Data(body)) }
 }
 
 enum HTTP {
@@ -288,7 +288,8 @@ enum HTTP {
         return URLSession(configuration: configuration)
     }()
 
-    static func send(_ method: String, _ url: URL, headers: [String: String] = [:], json: String? = nil) async throws -> Exchange {
+    /// One request the way an app sends it (URLSession), answered as the raw client sees it.
+    static func send(_ method: String, _ url: URL, headers: [String: String] = [:], json: String? = nil) async throws -> RawResponse {
         var request = URLRequest(url: url)
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
@@ -302,7 +303,7 @@ enum HTTP {
         for (name, value) in http.allHeaderFields {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
-        return Exchange(status: http.statusCode, body: data, headers: headers)
+        return RawResponse(status: http.statusCode, headers: headers, body: Array(data))
     }
 }
 

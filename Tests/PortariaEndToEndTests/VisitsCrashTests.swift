@@ -41,20 +41,20 @@ struct VisitsCrashTests {
             let login = try await HTTP.send("POST", server.baseURL.appendingPathComponent("v1/auth/login"),
                                             json: #"{"username":"\#(user)","password":"demo1234"}"#)
             try #require(login.status == 200)
-            tokens[user] = login.json["jwt_token"]?.stringValue
+            tokens[user] = login.document["jwt_token"]?.stringValue
         }
         let me = try await HTTP.send("GET", server.baseURL.appendingPathComponent("v1/me"), headers: ["Authorization": "Bearer \(tokens["joao"]!)"])
         let gate = try await HTTP.send("GET", server.baseURL.appendingPathComponent("v1/gates/demo-gate"))
-        let units = try JSONCoding.decoder().decode(GateInfo.self, from: gate.body).units
+        let units = try gate.decode(GateInfo.self).units
         let a101 = try #require(units.first { $0.label == "A-101" }).id
-        let company = try #require(me.json["company"]?["id"]?.stringValue)
+        let company = try #require(me.document["company"]?["id"]?.stringValue)
 
         var visits: [String] = []
         for index in 0..<80 {
             let created = try await HTTP.send("POST", server.baseURL.appendingPathComponent("v1/gates/demo-gate/visits"),
                                               json: #"{"unit_id":"\#(a101)","kind":"delivery","visitor_name":"Entregador \#(index)","carrier":"iFood"}"#)
             try #require(created.status == 201)
-            visits.append(try #require(created.json["visit"]?["id"]?.stringValue))
+            visits.append(try #require(created.document["visit"]?["id"]?.stringValue))
         }
         // Two residents race on every visit, each with their own key.
         var attempts: [Attempt] = []
@@ -66,13 +66,13 @@ struct VisitsCrashTests {
         let tokensCopy = tokens
         let attemptsCopy = attempts
         let crashing = server
-        @Sendable func resolve(_ attempt: Attempt, on server: TestServer) async -> Exchange? {
+        @Sendable func resolve(_ attempt: Attempt, on server: TestServer) async -> RawResponse? {
             try? await HTTP.send("POST", server.baseURL.appendingPathComponent("v1/visits/\(attempt.visit)/resolve"),
                                  headers: ["Authorization": "Bearer \(tokensCopy[attempt.user]!)", "X-Company-Id": company,
                                            "Idempotency-Key": attempt.key],
                                  json: #"{"action":"\#(attempt.action)","via":"notification"}"#)
         }
-        let seen = Locked<[Int: Exchange]>([:])
+        let seen = Locked<[Int: RawResponse]>([:])
         await withTaskGroup(of: Void.self) { group in
             for (index, attempt) in attemptsCopy.enumerated() {
                 group.addTask {
@@ -99,11 +99,11 @@ struct VisitsCrashTests {
         var winners: [String: Set<String>] = [:]
         for (index, attempt) in attempts.enumerated() {
             // The dead process's in-flight marker answers 409 REQUEST_IN_PROGRESS until it expires.
-            var reply: Exchange?
+            var reply: RawResponse?
             _ = await eventually(within: .seconds(15), every: .milliseconds(200)) {
                 reply = await resolve(attempt, on: server)
                 guard let current = reply, current.status == 409 else { return true }
-                return current.json["error"]?["code"]?.stringValue != "REQUEST_IN_PROGRESS"
+                return current.document["error"]?["code"]?.stringValue != "REQUEST_IN_PROGRESS"
             }
             let after = try #require(reply)
             if let original = before[index], original.status == 200 {
@@ -112,7 +112,7 @@ struct VisitsCrashTests {
             }
             switch after.status {
             case 200: winners[attempt.visit, default: []].insert(attempt.user)
-            case 409: #expect(after.json["error"]?["code"]?.stringValue == "VISIT_ALREADY_RESOLVED")
+            case 409: #expect(after.document["error"]?["code"]?.stringValue == "VISIT_ALREADY_RESOLVED")
             default: Issue.record("unexpected \(after.status) after restart")
             }
         }
@@ -120,10 +120,10 @@ struct VisitsCrashTests {
             #expect(winners[visit]?.count == 1, "visit resolved by exactly one resident: \(winners[visit] ?? [])")
             let detail = try await HTTP.send("GET", server.baseURL.appendingPathComponent("v1/visits/\(visit)"),
                                              headers: ["Authorization": "Bearer \(tokens["maria"]!)", "X-Company-Id": company])
-            #expect(detail.json["status"]?.stringValue == "resolved")
-            let resolvedBy = detail.json["resolution"]?["by"]?["name"]?.stringValue
+            #expect(detail.document["status"]?.stringValue == "resolved")
+            let resolvedBy = detail.document["resolution"]?["by"]?["name"]?.stringValue
             #expect(resolvedBy == (winners[visit]?.first == "maria" ? "Maria Souza" : "João Souza"))
-            if case .array(let entries)? = detail.json["attempts"] {
+            if case .array(let entries)? = detail.document["attempts"] {
                 #expect(entries.filter { $0["kind"]?.stringValue == "resolution" }.count == 1, "one resolution in the timeline")
             }
         }
