@@ -53,8 +53,8 @@ struct VisitIdempotencyTests {
             let joao = await f.resolve(id, as: "joao", key: key)
             #expect(joao.status == 409 && joao.code == "VISIT_ALREADY_RESOLVED")
             #expect(joao.header("Idempotent-Replayed") == nil)
-            #expect(joao.json["error"]?["resolved_by"]?["name"]?.stringValue == "Maria Souza")
-            #expect(joao.json["error"]?["message"]?.stringValue == "Maria já autorizou às 05:00")
+            #expect(joao.document["error"]?["resolved_by"]?["name"]?.stringValue == "Maria Souza")
+            #expect(joao.document["error"]?["message"]?.stringValue == "Maria já autorizou às 05:00")
             // …and his 409 is itself replayable.
             let joaoAgain = await f.resolve(id, as: "joao", key: key)
             #expect(joaoAgain.status == 409 && joaoAgain.header("Idempotent-Replayed") == "true" && joaoAgain.body == joao.body)
@@ -273,6 +273,6 @@ struct FixtureReply: Sendable {
         status = reply.status
         code = reply.code
         replayed = reply.header("Idempotent-Replayed") == "true"
-        resolvedBy = reply.json["error"]?["resolved_by"]?["id"]?.stringValue
+        resolvedBy = reply.document["error"]?["resolved_by"]?["id"]?.stringValue
     }
 }
