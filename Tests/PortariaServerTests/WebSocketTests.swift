@@ -140,11 +140,10 @@ struct WebSocketTests {
 
         let ping = try await raw.readFrame()
         #expect(ping?.opcode == 9)
-        let started = ContinuousClock.now
-        var sawEnd = false
-        while ContinuousClock.now - started < .seconds(20) {
-            guard let frame = try await raw.readFrame() else { sawEnd = true; break }
+        let sawEnd = try await eventually(within: .seconds(20), every: .zero) {
+            guard let frame = try await raw.readFrame() else { return true }
             #expect(frame.opcode == 8 || frame.opcode == 9)
+            return false
         }
         #expect(sawEnd, "the server should drop a peer that never answers pings")
         raw.close()
