@@ -89,11 +89,14 @@ extension Trait where Self == ConditionTrait {
 /// Parameterised cases drawn from `all`, keeping only those whose requirement is met —
 /// except in a strict run, which keeps every case, so a case whose tool is missing runs
 /// and fails rather than silently dropping out of the list.
-package func casesAvailable<Case>(_ all: [Case], requirement: (Case) -> Requirement?) -> [Case] {
+/// A dropped case prints one `cases skipped:` line naming where the list is made, which
+/// `make test` counts (scripts/skipped-tests).
+package func casesAvailable<Case>(_ all: [Case], fileID: String = #fileID, line: Int = #line,
+                                  requirement: (Case) -> Requirement?) -> [Case] {
     guard !TestRun.isStrict else { return all }
     return all.filter { item in
         guard let requirement = requirement(item), !requirement.isMet else { return true }
-        print("cases skipped: \(item) needs \(requirement)")
+        print("cases skipped: \(item) at \(fileID):\(line) needs \(requirement)")
         return false
     }
 }
