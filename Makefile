@@ -47,6 +47,9 @@ build: bootstrap
 run: build
 	$(RELEASE_BIN) serve --demo --calls-allow-direct --host $(HOST) --port $(PORT) --database $(DATABASE)
 
+# A test whose tool is missing (PostgreSQL, Chromium, WebKit, coturn, the venv…) is skipped
+# on a developer's machine and fails under CI=1 or STRICT=1 (.ci/run sets both;
+# Tests/PortariaTestSupport/Requirements.swift); the closing line says how many were skipped.
 # swift test runs inside scripts/with-postgres, so PORTARIA_TEST_POSTGRES_URL is set;
 # end-to-end tests start the portaria binary named by PORTARIA_BIN. Two phases: the
 # in-process suites (whose servers live in the test process) first, then the end-to-end
@@ -55,7 +58,7 @@ run: build
 # phase runs one test at a time: its servers share the test process's two cooperative
 # threads, and run in parallel they still missed deadlines on a loaded machine.
 test: bootstrap
-	@start=$$(date +%s); status=0; \
+	@start=$$(date +%s); status=0; rm -f .build/test-output.log; \
 	$(SWIFT) build --build-tests || status=$$?; \
 	if ((status == 0)); then scripts/ios-typecheck --skip-build --self-check || status=$$?; fi; \
 	if ((status == 0)); then \
@@ -68,9 +71,10 @@ test: bootstrap
 	if ((status == 0)) && [[ -n "$(SANITIZE)" ]]; then \
 	  scripts/sanitize $(SANITIZE) || status=$$?; \
 	fi; \
+	scripts/skipped-tests --reasons .build/test-output.log; \
 	elapsed=$$(( $$(date +%s) - start )); \
-	printf '\nmake test: %s in %dm%02ds\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
-	  $$((elapsed / 60)) $$((elapsed % 60)); \
+	printf '\nmake test: %s in %dm%02ds; %s\n' "$$( ((status == 0)) && echo passed || echo FAILED )" \
+	  $$((elapsed / 60)) $$((elapsed % 60)) "$$(scripts/skipped-tests .build/test-output.log)"; \
 	exit $$status
 
 # Every Swift file of the iOS shell (PortariaClientApple, Apps/iOS) type-checked in Swift 6

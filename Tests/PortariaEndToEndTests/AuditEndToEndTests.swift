@@ -1,18 +1,19 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// The audit trail and LGPD export/erasure against the real binary, on SQLite and (when
 /// the run has a cluster) PostgreSQL.
 @Suite("Audit trail and LGPD")
 struct AuditEndToEndTests {
-    static var databases: [Bool] { EndToEndPostgres.url == nil ? [false] : [false, true] }
+    static var databases: [Bool] { casesAvailable([false, true]) { $0 ? .postgres : nil } }
 
     /// A `--demo` server on SQLite or a fresh PostgreSQL database; `body` gets the server
     /// and the `--database` URL for `portaria admin`.
     static func withServer(postgres: Bool, _ body: (TestServer, String) async throws -> Void) async throws {
         if postgres {
-            let database = try #require(try EndToEndPostgres.create())
+            let database = try #require(try TestPostgres.createDatabase())
             defer { database.drop() }
             try await TestServer.with(["--demo", "--database", database.url]) { server in try await body(server, database.url) }
         } else {

@@ -1,4 +1,5 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// The machine-readable authorization matrix (authorization-matrix.json) driven over

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 
 /// `GET /v1/bench/ws/echo`, the WebSocket `make conformance` hands to Autobahn|Testsuite:

@@ -1,4 +1,5 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// Bodies in memory: a server-wide budget for buffered request bodies shared between

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 
 /// Video-call signaling over `/v1/realtime` between the gate page and the one device that

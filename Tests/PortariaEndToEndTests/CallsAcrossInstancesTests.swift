@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 
 /// Two `portaria serve` processes on one PostgreSQL: the gate page on one, the answering
@@ -56,7 +57,7 @@ struct CallsAcrossInstancesTests {
     }
 
     @Test("the gate page on A and the phone on B: offer, answer, candidates, a move to A and hangup cross; both instances tell the same call",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"),
+          .requires(.postgres),
           arguments: Arrival.allCases)
     func callAcrossInstances(_ arrival: Arrival) async throws {
         try await TwoInstances.with { a, b in
@@ -161,7 +162,7 @@ struct CallsAcrossInstancesTests {
     }
 
     @Test("the instance holding the call stops gracefully: the gate page on the other instance hears call.ended (server_shutdown) at once, and the timeline says why",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.postgres))
     func ownerStopsGracefully() async throws {
         try await TwoInstances.with { a, b in
             let (visit, visitorToken) = try await R.ring(a)
@@ -189,7 +190,7 @@ struct CallsAcrossInstancesTests {
     }
 
     @Test("the visit is resolved while both participants are on B and the call's owner A follows nobody of the company: the call still ends with visit_closed",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.postgres))
     func visitClosedAwayFromTheOwner() async throws {
         try await TwoInstances.with { a, b in
             let (visit, visitorToken) = try await R.ring(a)

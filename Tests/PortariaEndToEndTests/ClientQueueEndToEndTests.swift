@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -55,12 +56,12 @@ struct ClientQueueEndToEndTests {
     static func visit(_ server: TestServer, _ id: String) async throws -> Visit {
         let login = try await HTTP.send("POST", server.baseURL.appendingPathComponent("/v1/auth/login"),
                                         json: #"{"username":"maria","password":"demo1234"}"#)
-        let body = try JSONCoding.decoder().decode(LoginResponse.self, from: login.body)
+        let body = try login.decode(LoginResponse.self)
         let company = try #require(body.companies.first { $0.name == "Residencial Demo" })
         let answer = try await HTTP.send("GET", server.baseURL.appendingPathComponent("/v1/visits/\(id)"),
                                          headers: ["Authorization": "Bearer \(body.jwtToken)", "X-Company-Id": company.id])
         #expect(answer.status == 200)
-        return try JSONCoding.decoder().decode(Visit.self, from: answer.body)
+        return try answer.decode(Visit.self)
     }
 
     /// Exactly one decision recorded on the server, by `name`, with `action`.
@@ -365,19 +366,19 @@ struct ClientDeviceEndToEndTests {
         static func login(_ server: TestServer, _ username: String) async throws -> Direct {
             let login = try await HTTP.send("POST", server.baseURL.appendingPathComponent("/v1/auth/login"),
                                             json: #"{"username":"\#(username)","password":"demo1234"}"#)
-            let body = try JSONCoding.decoder().decode(LoginResponse.self, from: login.body)
+            let body = try login.decode(LoginResponse.self)
             let company = try #require(body.companies.first { $0.name == "Residencial Demo" })
             return Direct(server: server, token: body.jwtToken, company: company.id)
         }
-        func send(_ method: String, _ path: String, json: String? = nil) async throws -> Exchange {
+        func send(_ method: String, _ path: String, json: String? = nil) async throws -> RawResponse {
             try await HTTP.send(method, server.baseURL.appendingPathComponent(path),
                                 headers: ["Authorization": "Bearer \(token)", "X-Company-Id": company], json: json)
         }
         func devices() async throws -> [DeviceView] {
-            try JSONCoding.decoder().decode(DeviceList.self, from: try await send("GET", "/v1/devices").body).devices
+            try (try await send("GET", "/v1/devices")).decode(DeviceList.self).devices
         }
         func pushes(_ visitID: String) async throws -> [VisitAttempt] {
-            let visit = try JSONCoding.decoder().decode(Visit.self, from: try await send("GET", "/v1/visits/\(visitID)").body)
+            let visit = try (try await send("GET", "/v1/visits/\(visitID)")).decode(Visit.self)
             return visit.attempts.filter { $0.kind == .pushSent }
         }
     }
@@ -404,12 +405,12 @@ struct ClientDeviceEndToEndTests {
             let asMaria = try await Direct.login(server, "maria")
             let gate = try await server.request("GET", "/v1/gates/demo-gate").json()
             let unit = try #require((gate["units"] as? [[String: Any]])?.first { $0["label"] as? String == "A-101" }?["id"] as? String)
-            let settings = try JSONCoding.decoder().decode(UnitSettingsResponse.self, from: try await asMaria.send("GET", "/v1/units/\(unit)/settings").body)
+            let settings = try (try await asMaria.send("GET", "/v1/units/\(unit)/settings")).decode(UnitSettingsResponse.self)
             var changed = settings.settings
             changed.ringMode = .simultaneous
             let put = try await asMaria.send("PUT", "/v1/units/\(unit)/settings",
                                              json: String(decoding: try JSONCoding.encoder().encode(changed), as: UTF8.self))
-            #expect(put.status == 200, "\(String(decoding: put.body, as: UTF8.self))")
+            #expect(put.status == 200, "\(put.text)")
 
             // A new token from the system: same installation, same device, renewed.
             let renewed = try await maria.run(["login", "--url", url, "--username", "maria", "--password", "demo1234",
@@ -460,7 +461,7 @@ struct ClientCommandsEndToEndTests {
             let asMaria = try await ClientDeviceEndToEndTests.Direct.login(server, "maria")
             let gate = try await server.request("GET", "/v1/gates/demo-gate").json()
             let unit = try #require((gate["units"] as? [[String: Any]])?.first { $0["label"] as? String == "A-101" }?["id"] as? String)
-            let current = try JSONCoding.decoder().decode(UnitSettingsResponse.self, from: try await asMaria.send("GET", "/v1/units/\(unit)/settings").body)
+            let current = try (try await asMaria.send("GET", "/v1/units/\(unit)/settings")).decode(UnitSettingsResponse.self)
             var settings = current.settings
             settings.ringStepSeconds = 5
             settings.ringWindowSeconds = 10

@@ -50,11 +50,11 @@ struct CommandLineTests {
     func unreachablePostgres(_ command: String) async throws {
         var arguments = [command, "--database", "postgres://postgres@127.0.0.1:1/x"]
         if command == "serve" { arguments += ["--port", "0"] }
-        let result = try await runPortaria(arguments, timeout: .seconds(40))
+        // "Gives up" versus "hangs", not a benchmark: it exits by itself with its one line;
+        // the deadline only ends a process that would otherwise never stop.
+        let result = try await runPortaria(arguments, timeout: .seconds(120))
+        #expect(!result.signaled, "still retrying when the test's deadline killed it, after \(result.elapsed)")
         #expect(result.status != 0)
-        // "Gives up" versus "hangs", not a benchmark: the bound leaves room for a loaded
-        // CI machine (a debug binary's start-up alone took seconds there).
-        #expect(result.elapsed < .seconds(25), "took \(result.elapsed)")
         #expect(result.stderrLines.count == 1, "\(result.stderr)")
         #expect(result.stderr.contains("database unavailable"), "\(result.stderr)")
         expectNoCrashOutput(result)

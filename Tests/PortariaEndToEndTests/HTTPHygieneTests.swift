@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 
 /// Framing, head deadlines and response headers of the real `portaria serve`

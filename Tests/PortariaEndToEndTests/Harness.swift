@@ -15,31 +15,6 @@ import Glibc
 // to it over real sockets. Blocking socket and process work runs on Dispatch threads
 // (`offload`) so Swift's small cooperative pool stays free for the tests themselves.
 
-/// Where the binary under test is: `PORTARIA_BIN`, else `.build/debug/portaria` of this package.
-enum PortariaBinary {
-    static let path: String = {
-        if let path = ProcessInfo.processInfo.environment["PORTARIA_BIN"], !path.isEmpty { return path }
-        // …/Tests/PortariaEndToEndTests/Harness.swift → package root
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/portaria").path
-    }()
-
-    static func require() throws -> String {
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw HarnessError("no portaria binary at \(path): run `swift build` first (or set PORTARIA_BIN)")
-        }
-        return path
-    }
-
-    /// The environment for a child: ours without any PORTARIA_* setting (so a developer's
-    /// exported `PORTARIA_DATABASE` cannot leak into a test), plus `extra`.
-    static func environment(_ extra: [String: String] = [:]) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PORTARIA_") }
-        environment.merge(extra) { $1 }
-        return environment
-    }
-}
-
 /// What one run of the CLI did.
 struct CommandResult: Sendable {
     var status: Int32
@@ -131,7 +106,7 @@ final class TestServer: @unchecked Sendable {
         process.arguments = ["serve", "--host", "127.0.0.1", "--port", "0",
                              "--database", "sqlite://" + directory.appendingPathComponent("portaria.db").path,
                              "--data-dir", directory.appendingPathComponent("data").path]
-            + (try EndToEndPostgres.sharedKeyArguments(arguments, environment: environment)) + arguments
+            + (try Self.sharedKeyArguments(arguments, environment: environment)) + arguments
         // Tests read the per-request lines, which --demo otherwise writes at debug level.
         process.environment = PortariaBinary.environment(["PORTARIA_REQUEST_LOG": "info"].merging(environment) { $1 })
         process.currentDirectoryURL = directory
@@ -295,12 +270,12 @@ extension RawResponse {
 
 // MARK: A URLSession client (how an app speaks HTTP), and throw-away PostgreSQL databases
 
-/// One HTTP exchange as the test sees it.
-struct Exchange: Sendable {
-    var status: Int
-    var body: Data
-    var headers: [String: String]
-    var json: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: body)) ?? .null }
+extension RawResponse {
+    /// The body as an open JSON value (`.null` when it is not JSON).
+    var document: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))) ?? .null }
+
+    /// The body decoded as the server's own contract type.
+    func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T { try JSONCoding.decoder().decode(T.self, from: Data(body)) }
 }
 
 enum HTTP {
@@ -313,7 +288,8 @@ enum HTTP {
         return URLSession(configuration: configuration)
     }()
 
-    static func send(_ method: String, _ url: URL, headers: [String: String] = [:], json: String? = nil) async throws -> Exchange {
+    /// One request the way an app sends it (URLSession), answered as the raw client sees it.
+    static func send(_ method: String, _ url: URL, headers: [String: String] = [:], json: String? = nil) async throws -> RawResponse {
         var request = URLRequest(url: url)
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
@@ -327,28 +303,11 @@ enum HTTP {
         for (name, value) in http.allHeaderFields {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
-        return Exchange(status: http.statusCode, body: data, headers: headers)
+        return RawResponse(status: http.statusCode, headers: headers, body: Array(data))
     }
 }
 
-/// Creates and drops a throw-away PostgreSQL database when the run has a cluster.
-enum EndToEndPostgres {
-    static var url: String? {
-        let value = ProcessInfo.processInfo.environment["PORTARIA_TEST_POSTGRES_URL"]
-        return value?.isEmpty == false ? value : nil
-    }
-
-    static func psql(_ sql: String) throws {
-        guard let url else { return }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: (ProcessInfo.processInfo.environment["PG_BIN"] ?? "/usr/lib/postgresql/15/bin") + "/psql")
-        process.arguments = [url, "-v", "ON_ERROR_STOP=1", "-q", "-c", sql]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw HarnessError("psql failed: \(sql)") }
-    }
-
+extension TestServer {
     /// Every instance of one PostgreSQL database must wrap its secrets with the same key
     /// (docs/ops.md), and each test server has its own data directory: a server given a
     /// `postgres://` database and no key of its own gets `--secrets-key-file` of a key file
@@ -364,15 +323,6 @@ enum EndToEndPostgres {
         try Data(bytes.map { String(format: "%02x", $0) }.joined().utf8).write(to: file, options: .atomic)
         return ["--secrets-key-file", file.path]
     }
-
-    /// A new database's URL on the same cluster.
-    static func create() throws -> (url: String, drop: () -> Void)? {
-        guard let base = url, var components = URLComponents(string: base) else { return nil }
-        let name = "portaria_e2e_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
-        try psql("CREATE DATABASE \(name)")
-        components.path = "/" + name
-        return (components.string!, { try? psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") })
-    }
 }
 
 /// Two `portaria serve` instances on one fresh PostgreSQL database, dropped at the end:
@@ -382,7 +332,7 @@ enum EndToEndPostgres {
 enum TwoInstances {
     static func with(a extraA: [String] = [], b extraB: [String] = [],
                      _ body: (_ a: TestServer, _ b: TestServer) async throws -> Void) async throws {
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
         let a = try await TestServer.start(["--demo", "--database", database.url] + extraA)
         let b: TestServer

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ struct LifecycleTests {
     /// How long a frame may take on a loaded machine (the suites run in parallel).
     static let patience: Duration = .seconds(30)
 
-    static let backends: [String] = EndToEndPostgres.url != nil ? ["sqlite", "postgres"] : ["sqlite"]
+    static let backends: [String] = casesAvailable(["sqlite", "postgres"]) { $0 == "postgres" ? .postgres : nil }
 
     /// What a log line may not say after SIGTERM: a component that overran, a loop that
     /// used the database after it closed, a drain that waited out its grace period.
@@ -29,7 +30,7 @@ struct LifecycleTests {
         var arguments = ["--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000"]
         var drop: (() -> Void)?
         if backend == "postgres" {
-            let database = try #require(try EndToEndPostgres.create())
+            let database = try #require(try TestPostgres.createDatabase())
             arguments += ["--database", database.url]
             drop = database.drop
         }

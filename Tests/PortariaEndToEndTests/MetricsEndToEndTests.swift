@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -191,7 +192,7 @@ struct MetricsEndToEndTests {
                 var components = URLComponents(url: api, resolvingAgainstBaseURL: false)!
                 components.queryItems = [URLQueryItem(name: "query", value: expression)]
                 guard let exchange = try? await HTTP.send("GET", components.url!), exchange.status == 200,
-                      case .array(let results)? = exchange.json["data"]?["result"], let first = results.first,
+                      case .array(let results)? = exchange.document["data"]?["result"], let first = results.first,
                       case .array(let pair)? = first["value"], pair.count == 2, case .string(let value) = pair[1] else { return nil }
                 return Double(value)
             }

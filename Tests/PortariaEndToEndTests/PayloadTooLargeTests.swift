@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaClient
 import PortariaCore
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -12,9 +13,8 @@ import Glibc
 /// Service Extension or an Android receiver woken hours later would (decision 0016).
 @Suite("Push receipts with the payload's capability, end to end", .serialized)
 struct PushReceiptEndToEndTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-    static let python = root + "/.venv/bin/python3"
-    static var fakesAvailable: Bool { FileManager.default.isExecutableFile(atPath: python) }
+    static let root = Repository.root
+    static let python = Repository.python
     static let apnsKeyID = "ABC123DEFG", apnsTeamID = "DEF123GHIJ", bundle = "br.com.portaria.app"
     static let fcmProject = "portaria-test", fcmClient = "push@portaria-test.iam.gserviceaccount.com"
 
@@ -124,18 +124,18 @@ struct PushReceiptEndToEndTests {
         }
     }
 
-    static func ack(_ server: TestServer, _ pushID: String, token: String) async throws -> Exchange {
+    static func ack(_ server: TestServer, _ pushID: String, token: String) async throws -> RawResponse {
         try await HTTP.send("POST", server.baseURL.appendingPathComponent("/v1/push/\(pushID)/ack"), json: #"{"ack_token":"\#(token)"}"#)
     }
 
     static func health(_ admin: ClientDeviceEndToEndTests.Direct, _ deviceIDs: [String]) async throws -> [PushHealthDevice] {
         let answer = try await admin.send("GET", "/v1/admin/push_health")
         #expect(answer.status == 200)
-        return try JSONCoding.decoder().decode(PushHealthReport.self, from: answer.body).devices.filter { deviceIDs.contains($0.deviceID) }
+        return try answer.decode(PushHealthReport.self).devices.filter { deviceIDs.contains($0.deviceID) }
     }
 
     static func receipts(_ maria: ClientDeviceEndToEndTests.Direct, _ visitID: String) async throws -> [VisitAttempt] {
-        let visit = try JSONCoding.decoder().decode(Visit.self, from: try await maria.send("GET", "/v1/visits/\(visitID)").body)
+        let visit = try (try await maria.send("GET", "/v1/visits/\(visitID)")).decode(Visit.self)
         return visit.attempts.filter { $0.kind == .pushReceipt }
     }
 
@@ -149,8 +149,8 @@ struct PushReceiptEndToEndTests {
             for body in [#"{"installation_id":"e2e-iphone","platform":"ios","push_token":"\#(hex())","voip_token":"\#(hex())"}"#,
                          #"{"installation_id":"e2e-android","platform":"android","push_token":"fcm-\#(hex())"}"#] {
                 let registered = try await maria.send("POST", "/v1/devices", json: body)
-                #expect(registered.status == 201, "\(String(decoding: registered.body, as: UTF8.self))")
-                deviceIDs.append(try #require(try JSONCoding.decoder().decode(DeviceView.self, from: registered.body).id))
+                #expect(registered.status == 201, "\(registered.text)")
+                deviceIDs.append(try #require(try registered.decode(DeviceView.self).id))
             }
 
             // A visitor rings A-101: Maria (first in the ring order) is rung on both phones.
@@ -176,7 +176,7 @@ struct PushReceiptEndToEndTests {
             ]
             for refusal in refusals {
                 #expect(refusal.status == 404)
-                let error = try JSONCoding.decoder().decode(ErrorEnvelope.self, from: refusal.body).error
+                let error = try refusal.decode(ErrorEnvelope.self).error
                 #expect(error.code.rawValue == "NOT_FOUND")
                 #expect(error.message == "push not found")
             }
@@ -193,7 +193,7 @@ struct PushReceiptEndToEndTests {
             // The Android receiver: a bare POST with the data message's token.
             let androidAck = try await Self.ack(server, androidReceipt.pushID, token: androidReceipt.ackToken)
             #expect(androidAck.status == 200)
-            let ackBody = try JSONCoding.decoder().decode(JSONValue.self, from: androidAck.body)
+            let ackBody = try androidAck.decode(JSONValue.self)
             #expect(ackBody["push_id"]?.stringValue == androidReceipt.pushID)
             #expect(ackBody["visit_id"] == nil && ackBody["caller_name"] == nil, "a receipt reveals no visit data")
 
@@ -237,15 +237,15 @@ struct PushReceiptEndToEndTests {
     static func hex() -> String { (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined() }
 
     @Test("SQLite: each phone acks its ring from the payload alone; wrong, other and unknown are one 404 and change nothing",
-          .enabled(if: fakesAvailable, "needs .venv (scripts/bootstrap) for the APNs/FCM fakes"))
+          .requires(.venv))
     func sqlite() async throws {
         try await Self.run(database: [])
     }
 
     @Test("PostgreSQL: each phone acks its ring from the payload alone; wrong, other and unknown are one 404 and change nothing",
-          .enabled(if: fakesAvailable && EndToEndPostgres.url != nil, "needs .venv and PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.venv, .postgres))
     func postgres() async throws {
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
         try await Self.run(database: ["--database", database.url])
     }

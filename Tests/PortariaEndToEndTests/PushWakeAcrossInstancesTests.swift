@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// Push workers on PostgreSQL are woken by NOTIFY `portaria_push` when any instance
@@ -9,8 +10,8 @@ struct PushWakeAcrossInstancesTests {
     typealias P = PushReceiptEndToEndTests
 
     @Test("a ring accepted by A, which delivers no pushes, is sent by B at once although B polls only every 10 minutes",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"),
-          .enabled(if: P.fakesAvailable, "needs .venv with h2 (scripts/bootstrap)"))
+          .requires(.postgres),
+          .requires(.venv))
     func ringSentByAnotherInstance() async throws {
         let providers = try await P.Providers.start()
         defer { providers.stop() }

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// `portaria admin set-password` ends the user's sessions from another process; a live
@@ -42,9 +43,9 @@ struct RealtimeSessionEndTests {
     }
 
     @Test("PostgreSQL: set-password in another process, then a ring: the old socket is closed before the visit reaches it",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.postgres))
     func postgres() async throws {
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
         let server = try await TestServer.start(["--demo", "--database", database.url])
         do {

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 
 /// `/v1/realtime` over real sockets against the real binary.
@@ -355,7 +356,7 @@ struct RealtimeTests {
     }
 
     @Test("two instances on one PostgreSQL: a visit made through A reaches a socket on B",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.postgres))
     func crossInstance() async throws {
         try await TwoInstances.with { a, b in
             let maria = try await Self.login(b, "maria")

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaClient
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// The resident app's wiring (`ResidentAppModel`, what the iOS shell renders) against the
@@ -12,18 +13,6 @@ struct ResidentAppModelEndToEndTests {
     /// PushKit and APNs tokens are hex; the server checks the shape.
     static let voipToken = String(repeating: "ab", count: 32)
     static let pushToken = String(repeating: "cd", count: 32)
-
-    /// Polls `condition` on the main actor until it holds or `seconds` pass (the machine is
-    /// loaded: generous deadline, no fixed sleep standing in for an event).
-    @MainActor
-    func eventually(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return condition()
-    }
 
     @Test("joão: VoIP token before login → registered with it at login; live feed reaches Home and the call layer; logout deletes the device")
     func loginRegisterFeedLogout() async throws {
@@ -75,9 +64,9 @@ struct ResidentAppModelEndToEndTests {
             #expect(model.settings.state.notificationStatuses == [.allowed])
 
             // One reader of the stream: Home lists the ring, the call layer sees the event.
-            #expect(await eventually { model.home.state.connection == .live }, "connection: \(model.home.state.connection)")
+            #expect(await eventually(within: .seconds(30)) { model.home.state.connection == .live }, "connection: \(model.home.state.connection)")
             let visitID = try await ClientQueueEndToEndTests.arrive(server, kind: "visit", name: "Pedro")
-            #expect(await eventually { model.home.state.ringing.contains { $0.id == visitID } })
+            #expect(await eventually(within: .seconds(30)) { model.home.state.ringing.contains { $0.id == visitID } })
             #expect(forwarded.contains { update in
                 if case .event(.created, _, let data) = update { return data.visitID == visitID }
                 return false

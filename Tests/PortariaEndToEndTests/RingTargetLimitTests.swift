@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// Rings are capped per unit and per gate across every address (`--unit-ring-limit`,
@@ -98,7 +99,7 @@ struct RingTargetLimitTests {
     }
 
     @Test("PostgreSQL, two instances: 25 concurrent rings of one unit from 25 addresses, split between the instances, are exactly 6 accepted",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.postgres))
     func unitCapSharedByInstances() async throws {
         try await TwoInstances.with(a: ["--trusted-proxies", "127.0.0.1"], b: ["--trusted-proxies", "127.0.0.1"]) { a, b in
             let a101 = try #require(try await Self.units(a)["A-101"])

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// The bearer check's answers are cached in memory (decision 0043); every write that ends a
@@ -82,9 +83,9 @@ struct SessionCacheTests {
     }
 
     @Test("PostgreSQL, two instances: logout on A and set-password are refused on B at once, and after B's listener reconnects",
-          .enabled(if: EndToEndPostgres.url != nil, "needs PORTARIA_TEST_POSTGRES_URL (make test runs it)"))
+          .requires(.postgres))
     func invalidationAcrossInstances() async throws {
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
         let a = try await TestServer.start(["--demo", "--database", database.url])
         let b = try await TestServer.start(["--database", database.url])
@@ -120,7 +121,7 @@ struct SessionCacheTests {
             try await Self.warm(b, ana)
             try await Self.warm(b, portaria)
             let before = b.log.components(separatedBy: "postgres listener: reconnecting").count
-            _ = try SecurityPostgres.query(database.url, """
+            _ = try TestPostgres.query(database.url, """
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                 WHERE datname = current_database() AND application_name LIKE 'portaria/%/listener'
                 """)
@@ -149,7 +150,7 @@ struct SessionCacheTests {
     /// Waits until `count` listener connections of this database are up and idle.
     static func waitForListeners(_ url: String, count: Int) async throws {
         let listening = await eventually(within: .seconds(60)) {
-            let found = (try? SecurityPostgres.query(url, """
+            let found = (try? TestPostgres.query(url, """
                 SELECT count(*) FROM pg_stat_activity
                 WHERE datname = current_database() AND application_name LIKE 'portaria/%/listener' AND state = 'idle'
                 """)) ?? ""

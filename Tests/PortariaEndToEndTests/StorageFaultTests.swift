@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -189,15 +190,15 @@ struct StorageFaultTests {
 
     // MARK: PostgreSQL refusing connections, then read-only
 
-    @Test("PostgreSQL unreachable, then read-only: 503 DATABASE_UNAVAILABLE with Retry-After, /readyz 503 (also for a missing migration), recovery without restart")
+    @Test("PostgreSQL unreachable, then read-only: 503 DATABASE_UNAVAILABLE with Retry-After, /readyz 503 (also for a missing migration), recovery without restart",
+          .requires(.postgres))
     func postgresUnavailable() async throws {
-        guard EndToEndPostgres.url != nil else { return }
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
-        let name = try #require(URLComponents(string: database.url)?.path.dropFirst()).description
+        let name = database.name
         let server = try await TestServer.start(["--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000", "--database", database.url])
         defer {
-            try? EndToEndPostgres.psql("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS true")
+            try? TestPostgres.run("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS true")
             Task { [server] in await server.stop() }
         }
         let unit = try await Self.unitA101(server)
@@ -211,8 +212,8 @@ struct StorageFaultTests {
             """
 
         // 1. The database refuses every connection (as while it restarts or is down).
-        try EndToEndPostgres.psql("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS false")
-        try EndToEndPostgres.psql(terminate)
+        try TestPostgres.run("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS false")
+        try TestPostgres.run(terminate)
         for index in 1...5 {
             let response = try await Self.ring(server, unit: unit, index: index)
             try Self.expectFault(response, status: 503, code: .databaseUnavailable)
@@ -222,7 +223,7 @@ struct StorageFaultTests {
         #expect(down.checks["database"] == "unreachable", "\(down.checks)")
         #expect(try await server.request("GET", "/healthz").status == 503)
 
-        try EndToEndPostgres.psql("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS true")
+        try TestPostgres.run("ALTER DATABASE \(name) WITH ALLOW_CONNECTIONS true")
         accepted.append(try await Self.ringUntilAccepted(server, unit: unit, from: 100))
         #expect(await eventually(within: .seconds(30), every: .milliseconds(100)) {
             (try? await Self.readiness(server).status) == 200
@@ -231,8 +232,8 @@ struct StorageFaultTests {
         try await Self.ringUntilLogged(server, unit: unit, "database recovered", count: 1, from: 150, accepted: &accepted)
 
         // 2. The database accepts connections but refuses writes (a standby, a failover).
-        try EndToEndPostgres.psql("ALTER DATABASE \(name) SET default_transaction_read_only = on")
-        try EndToEndPostgres.psql(terminate)
+        try TestPostgres.run("ALTER DATABASE \(name) SET default_transaction_read_only = on")
+        try TestPostgres.run(terminate)
         for index in 200..<205 {
             let response = try await Self.ring(server, unit: unit, index: index)
             try Self.expectFault(response, status: 503, code: .databaseUnavailable)
@@ -240,8 +241,8 @@ struct StorageFaultTests {
         let readOnly = try await Self.readiness(server)
         #expect(readOnly.status == 503)
         #expect(readOnly.checks["writes"] == "read_only", "\(readOnly.checks)")
-        try EndToEndPostgres.psql("ALTER DATABASE \(name) RESET default_transaction_read_only")
-        try EndToEndPostgres.psql(terminate)
+        try TestPostgres.run("ALTER DATABASE \(name) RESET default_transaction_read_only")
+        try TestPostgres.run(terminate)
         accepted.append(try await Self.ringUntilAccepted(server, unit: unit, from: 300))
         #expect(await eventually(within: .seconds(30), every: .milliseconds(100)) {
             (try? await Self.readiness(server).status) == 200
@@ -249,14 +250,14 @@ struct StorageFaultTests {
         try await Self.ringUntilLogged(server, unit: unit, "database recovered", count: 2, from: 350, accepted: &accepted)
 
         // 3. A schema behind this binary (a migration missing): not ready, and says so.
-        let removed = try SecurityPostgres.query(database.url,
+        let removed = try TestPostgres.query(database.url,
             "DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations) RETURNING version || ',' || name || ',' || applied_at")
         let behind = try await Self.readiness(server)
         #expect(behind.status == 503)
         #expect(behind.checks["migrations"] == "pending", "\(behind.checks)")
         let parts = removed.split(separator: ",", maxSplits: 2).map(String.init)
         try #require(parts.count == 3)
-        _ = try SecurityPostgres.query(database.url,
+        _ = try TestPostgres.query(database.url,
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (\(parts[0]), '\(parts[1])', \(parts[2])) RETURNING version")
         #expect(try await Self.readiness(server).status == 200)
 
@@ -271,25 +272,32 @@ struct StorageFaultTests {
     /// `fragment`: a fault's end is logged with the first success after a quiet moment.
     static func ringUntilLogged(_ server: TestServer, unit: String, _ fragment: String, count: Int, from index: Int,
                                 accepted: inout [String], sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        for attempt in 0..<300 {
-            if lines(server.log, containing: fragment) >= count { return }
-            let response = try await ring(server, unit: unit, index: index + attempt)
+        var next = index
+        let logged = try await eventually(within: .seconds(60), every: .milliseconds(200)) {
+            if lines(server.log, containing: fragment) >= count { return true }
+            let response = try await ring(server, unit: unit, index: next)
+            next += 1
             #expect(response.status == 201, "\(response.status)", sourceLocation: sourceLocation)
             if response.status == 201 { accepted.append(try visitID(response)) }
-            try await Task.sleep(for: .milliseconds(200))
+            return false
         }
-        Issue.record("no \(count) \"\(fragment)\" lines in the log", sourceLocation: sourceLocation)
+        if !logged { Issue.record("no \(count) \"\(fragment)\" lines in the log", sourceLocation: sourceLocation) }
     }
 
     /// Rings until a gate POST is accepted (each failure a 503 that says retry).
     static func ringUntilAccepted(_ server: TestServer, unit: String, from index: Int,
                                   sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
-        for attempt in 0..<300 {
-            let response = try await ring(server, unit: unit, index: index + attempt)
-            if response.status == 201 { return try visitID(response) }
-            #expect(response.status == 503, "\(response.status)", sourceLocation: sourceLocation)
-            try await Task.sleep(for: .milliseconds(100))
+        var next = index
+        var accepted: String?
+        _ = try await eventually(within: .seconds(30), every: .milliseconds(100)) {
+            let response = try await ring(server, unit: unit, index: next)
+            next += 1
+            if response.status == 201 { accepted = try visitID(response) } else {
+                #expect(response.status == 503, "\(response.status)", sourceLocation: sourceLocation)
+            }
+            return accepted != nil
         }
-        throw HarnessError("the server did not accept a gate POST again after the database came back")
+        guard let accepted else { throw HarnessError("the server did not accept a gate POST again after the database came back") }
+        return accepted
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// Over real HTTP against the real binary: kill -9 while resolves are in flight.
@@ -13,7 +14,7 @@ struct VisitsCrashTests {
         var testDescription: String { rawValue }
     }
 
-    static let databases: [Database] = EndToEndPostgres.url == nil ? [.sqlite] : [.sqlite, .postgres]
+    static let databases: [Database] = casesAvailable([.sqlite, .postgres]) { $0 == .postgres ? .postgres : nil }
 
     struct Attempt: Sendable {
         var visit: String
@@ -27,7 +28,7 @@ struct VisitsCrashTests {
         var drop: () -> Void = {}
         var arguments = ["--demo", "--gate-limit", "100000", "--unit-ring-limit", "100000", "--gate-ring-limit", "100000"]
         if database == .postgres {
-            let created = try #require(try EndToEndPostgres.create())
+            let created = try #require(try TestPostgres.createDatabase())
             arguments += ["--database", created.url]
             drop = created.drop
         }
@@ -40,20 +41,20 @@ struct VisitsCrashTests {
             let login = try await HTTP.send("POST", server.baseURL.appendingPathComponent("v1/auth/login"),
                                             json: #"{"username":"\#(user)","password":"demo1234"}"#)
             try #require(login.status == 200)
-            tokens[user] = login.json["jwt_token"]?.stringValue
+            tokens[user] = login.document["jwt_token"]?.stringValue
         }
         let me = try await HTTP.send("GET", server.baseURL.appendingPathComponent("v1/me"), headers: ["Authorization": "Bearer \(tokens["joao"]!)"])
         let gate = try await HTTP.send("GET", server.baseURL.appendingPathComponent("v1/gates/demo-gate"))
-        let units = try JSONCoding.decoder().decode(GateInfo.self, from: gate.body).units
+        let units = try gate.decode(GateInfo.self).units
         let a101 = try #require(units.first { $0.label == "A-101" }).id
-        let company = try #require(me.json["company"]?["id"]?.stringValue)
+        let company = try #require(me.document["company"]?["id"]?.stringValue)
 
         var visits: [String] = []
         for index in 0..<80 {
             let created = try await HTTP.send("POST", server.baseURL.appendingPathComponent("v1/gates/demo-gate/visits"),
                                               json: #"{"unit_id":"\#(a101)","kind":"delivery","visitor_name":"Entregador \#(index)","carrier":"iFood"}"#)
             try #require(created.status == 201)
-            visits.append(try #require(created.json["visit"]?["id"]?.stringValue))
+            visits.append(try #require(created.document["visit"]?["id"]?.stringValue))
         }
         // Two residents race on every visit, each with their own key.
         var attempts: [Attempt] = []
@@ -65,13 +66,13 @@ struct VisitsCrashTests {
         let tokensCopy = tokens
         let attemptsCopy = attempts
         let crashing = server
-        @Sendable func resolve(_ attempt: Attempt, on server: TestServer) async -> Exchange? {
+        @Sendable func resolve(_ attempt: Attempt, on server: TestServer) async -> RawResponse? {
             try? await HTTP.send("POST", server.baseURL.appendingPathComponent("v1/visits/\(attempt.visit)/resolve"),
                                  headers: ["Authorization": "Bearer \(tokensCopy[attempt.user]!)", "X-Company-Id": company,
                                            "Idempotency-Key": attempt.key],
                                  json: #"{"action":"\#(attempt.action)","via":"notification"}"#)
         }
-        let seen = Locked<[Int: Exchange]>([:])
+        let seen = Locked<[Int: RawResponse]>([:])
         await withTaskGroup(of: Void.self) { group in
             for (index, attempt) in attemptsCopy.enumerated() {
                 group.addTask {
@@ -80,10 +81,7 @@ struct VisitsCrashTests {
             }
             // Crash once some answers are out and others are still in flight.
             group.addTask {
-                let deadline = ContinuousClock.now + .seconds(10)
-                while seen.current.count < attemptsCopy.count / 10 && ContinuousClock.now < deadline {
-                    try? await Task.sleep(for: .milliseconds(1))
-                }
+                _ = await eventually(within: .seconds(10), every: .milliseconds(1)) { seen.current.count >= attemptsCopy.count / 10 }
                 await crashing.kill9()
             }
         }
@@ -100,12 +98,12 @@ struct VisitsCrashTests {
         // complete (or lose to the winner); in-flight markers of the dead process expire.
         var winners: [String: Set<String>] = [:]
         for (index, attempt) in attempts.enumerated() {
-            var reply = await resolve(attempt, on: server)
-            let deadline = ContinuousClock.now + .seconds(15)
-            while let current = reply, current.status == 409, current.json["error"]?["code"]?.stringValue == "REQUEST_IN_PROGRESS",
-                  ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
+            // The dead process's in-flight marker answers 409 REQUEST_IN_PROGRESS until it expires.
+            var reply: RawResponse?
+            _ = await eventually(within: .seconds(15), every: .milliseconds(200)) {
                 reply = await resolve(attempt, on: server)
+                guard let current = reply, current.status == 409 else { return true }
+                return current.document["error"]?["code"]?.stringValue != "REQUEST_IN_PROGRESS"
             }
             let after = try #require(reply)
             if let original = before[index], original.status == 200 {
@@ -114,7 +112,7 @@ struct VisitsCrashTests {
             }
             switch after.status {
             case 200: winners[attempt.visit, default: []].insert(attempt.user)
-            case 409: #expect(after.json["error"]?["code"]?.stringValue == "VISIT_ALREADY_RESOLVED")
+            case 409: #expect(after.document["error"]?["code"]?.stringValue == "VISIT_ALREADY_RESOLVED")
             default: Issue.record("unexpected \(after.status) after restart")
             }
         }
@@ -122,10 +120,10 @@ struct VisitsCrashTests {
             #expect(winners[visit]?.count == 1, "visit resolved by exactly one resident: \(winners[visit] ?? [])")
             let detail = try await HTTP.send("GET", server.baseURL.appendingPathComponent("v1/visits/\(visit)"),
                                              headers: ["Authorization": "Bearer \(tokens["maria"]!)", "X-Company-Id": company])
-            #expect(detail.json["status"]?.stringValue == "resolved")
-            let resolvedBy = detail.json["resolution"]?["by"]?["name"]?.stringValue
+            #expect(detail.document["status"]?.stringValue == "resolved")
+            let resolvedBy = detail.document["resolution"]?["by"]?["name"]?.stringValue
             #expect(resolvedBy == (winners[visit]?.first == "maria" ? "Maria Souza" : "João Souza"))
-            if case .array(let entries)? = detail.json["attempts"] {
+            if case .array(let entries)? = detail.document["attempts"] {
                 #expect(entries.filter { $0["kind"]?.stringValue == "resolution" }.count == 1, "one resolution in the timeline")
             }
         }

@@ -38,9 +38,8 @@ struct DescriptorOwnershipTests {
     }
 
     @Test("WebSockets, HTTP upgrades, refused connects and server restarts churn while SQLite and PostgreSQL keep working",
-          arguments: [Backend.sqlite, .postgres])
+          arguments: Backend.underTest)
     func churn(_ backend: Backend) async throws {
-        if backend == .postgres && !TestPostgres.isConfigured { return }
         try await StorageFixture.with(backend) { fixture in
             try await fixture.database.write { db in
                 _ = try db.execute("CREATE TABLE churn (id INTEGER PRIMARY KEY, note TEXT NOT NULL)", [])

@@ -7,6 +7,7 @@ import Glibc
 import PortariaCore
 @testable import PortariaServer
 import PortariaWebSocket
+import PortariaTestSupport
 import Testing
 
 /// WebSocket layer over real loopback sockets: an in-process `HTTPServer` on port 0,
@@ -139,11 +140,10 @@ struct WebSocketTests {
 
         let ping = try await raw.readFrame()
         #expect(ping?.opcode == 9)
-        let started = ContinuousClock.now
-        var sawEnd = false
-        while ContinuousClock.now - started < .seconds(20) {
-            guard let frame = try await raw.readFrame() else { sawEnd = true; break }
+        let sawEnd = try await eventually(within: .seconds(20), every: .zero) {
+            guard let frame = try await raw.readFrame() else { return true }
             #expect(frame.opcode == 8 || frame.opcode == 9)
+            return false
         }
         #expect(sawEnd, "the server should drop a peer that never answers pings")
         raw.close()
@@ -282,7 +282,7 @@ struct WebSocketTests {
             connections.append(connection)
         }
         // The upgrade completes on the loop after the 101: wait until all have joined.
-        try await until { await server.hub.count(topic: "room") == 200 }
+        try await waitUntil { await server.hub.count(topic: "room") == 200 }
         #expect(await server.hub.broadcast(text: "to everyone", topic: "room") == 200)
         for await _ in everyone.stream {}
         #expect(received.current == 200)
@@ -295,7 +295,7 @@ struct WebSocketTests {
         for _ in 0..<5 {
             clients.append(try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: Self.loop, timeout: .seconds(60)))
         }
-        try await until { await server.hub.count() == 5 }
+        try await waitUntil { await server.hub.count() == 5 }
         await server.hub.shutdown()
         await server.server.shutdown(gracePeriod: .seconds(1))
         for client in clients {
@@ -321,7 +321,7 @@ struct WebSocketApplicationTests {
         let port = application.server.port
 
         let client = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1/bench/ws")
-        try await until { await application.webSockets.count(topic: BenchRoutes.topic) == 1 }
+        try await waitUntil { await application.webSockets.count(topic: BenchRoutes.topic) == 1 }
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/bench/broadcast")!)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -389,25 +389,12 @@ final class Collector<Value: Sendable>: Sendable {
     func append(_ value: Value) { values.withLock { $0.append(value) } }
     /// The first `count` values, waiting up to twenty seconds for them.
     func wait(count: Int) async -> [Value] {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while values.current.count < count && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually(within: .seconds(20), every: .milliseconds(10)) { values.current.count >= count }
         return Array(values.current.prefix(count))
     }
 }
 
 struct TimedOut: Error {}
-
-/// Polls `condition` for up to twenty seconds (a deadline for a loaded machine; a
-/// condition that holds returns at once).
-func until(_ condition: () async -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(20)
-    while !(await condition()) {
-        if ContinuousClock.now > deadline { throw TimedOut() }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
 
 /// The stream's last event (its `.closed`), waiting up to five seconds.
 func lastEvent(_ events: AsyncStream<WebSocketEvent>) async -> WebSocketEvent? {

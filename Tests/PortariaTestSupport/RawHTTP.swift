@@ -15,6 +15,12 @@ package struct RawResponse: Sendable {
     package var headers: [String: String]
     package var body: [UInt8]
 
+    package init(status: Int, headers: [String: String], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
     package func header(_ name: String) -> String? { headers[name.lowercased()] }
     package var text: String { String(decoding: body, as: UTF8.self) }
 

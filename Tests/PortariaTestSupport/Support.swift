@@ -30,11 +30,7 @@ package func makeTemporaryDirectory(_ label: String) throws -> URL {
 
 /// Polls until `process` has exited; false if it is still running at the deadline.
 package func waitForExit(_ process: Process, within timeout: Duration) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning {
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
+    guard await eventually(within: timeout, every: .milliseconds(10), { !process.isRunning }) else { return false }
     reap(process)
     return true
 }
@@ -48,9 +44,13 @@ package func reap(_ process: Process) {
     if !process.isRunning { process.waitUntilExit() }
 }
 
-/// Polls `condition` until it holds or the deadline passes.
-package func eventually(within timeout: Duration, every interval: Duration = .milliseconds(20),
-                _ condition: () async throws -> Bool) async rethrows -> Bool {
+/// Polls `condition` until it holds or the deadline passes; true if it held. The one
+/// polling loop of the tests: a deadline generous enough for a loaded machine stands in
+/// for "never", and a condition that holds returns at once — no fixed sleep stands in
+/// for an event. Runs on the caller's actor, so the condition may read its state.
+nonisolated(nonsending)
+package func eventually(within timeout: Duration = .seconds(20), every interval: Duration = .milliseconds(20),
+                        _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
         if try await condition() { return true }
@@ -59,6 +59,15 @@ package func eventually(within timeout: Duration, every interval: Duration = .mi
     }
 }
 
+/// `eventually`, throwing when the deadline passes with `condition` still false.
+nonisolated(nonsending)
+package func waitUntil(_ what: @autoclosure () -> String = "the condition", within timeout: Duration = .seconds(20),
+                       every interval: Duration = .milliseconds(20), fileID: String = #fileID, line: Int = #line,
+                       _ condition: () async throws -> Bool) async throws {
+    guard try await eventually(within: timeout, every: interval, condition) else {
+        throw HarnessError("\(what()) (\(fileID):\(line)) did not hold within \(timeout)")
+    }
+}
 
 /// A TCP socket bound to 127.0.0.1 on a port the kernel picks, listening when asked (a
 /// server that never answers), or not (a port nobody serves). Closed when the value goes.

@@ -28,18 +28,11 @@ package enum BrowserEngine: String, Sendable, CustomStringConvertible, CaseItera
         }
     }
 
-    /// The engines a test runs in: both wherever they are installed. Under CI (`CI` set)
-    /// WebKit is always listed, so a machine without it fails instead of skipping it.
+    /// The engines a test runs in: both wherever they are installed. A strict run (CI)
+    /// always lists WebKit, so a machine without it fails instead of skipping it
+    /// (`casesAvailable`, Requirements.swift).
     package static var underTest: [BrowserEngine] {
-        let ci = !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty
-        var engines: [BrowserEngine] = [.chromium]
-        if BrowserEngine.webkit.installed || ci {
-            engines.append(.webkit)
-        } else {
-            print("WebKit browser runs skipped: WebKitWebDriver, MiniBrowser or Xvfb not found "
-                  + "(Debian: webkit2gtk-driver and xvfb; scripts/bootstrap installs them).")
-        }
-        return engines
+        casesAvailable(BrowserEngine.allCases) { $0 == .webkit ? .webkit : nil }
     }
 }
 

@@ -1,11 +1,12 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// axe-core 4.12 (as the PyPI package axe-playwright-python bundles it; `scripts/bootstrap`
 /// installs it into .venv) run inside Chromium on the pages people use: the gate page,
 /// the resident app's login and home, and the admin page. No serious or critical
 /// violation is allowed.
-@Suite("Accessibility (axe-core) in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Accessibility (axe-core) in Chromium", .serialized, .requires(.chromium))
 struct AccessibilityBrowserTests {
     /// axe.min.js from the venv, found by glob (the Python version is part of the path).
     static func axeSource() throws -> String {

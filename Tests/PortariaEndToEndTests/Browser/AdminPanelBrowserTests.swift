@@ -1,10 +1,11 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// The administration panel (`/admin/`) in headless Chromium at phone size against the
 /// real `portaria serve --demo`, the browser set to Tokyo: the condominium's clock, the
 /// login card gone after login, a way out, a page that fits the phone, the product's look.
-@Suite("Admin panel in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Admin panel in Chromium", .serialized, .requires(.chromium))
 struct AdminPanelBrowserTests {
     /// "02/12/2026, 19:19" for `date` in São Paulo, as pt-BR's short date and time.
     static func saoPaulo(_ date: Date) -> String {

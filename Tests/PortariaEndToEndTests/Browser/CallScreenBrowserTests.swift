@@ -1,4 +1,5 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// The resident's call screen without video, in Chromium and in WebKit (the iPhone's
@@ -9,7 +10,7 @@ import Testing
 /// (Debian's WebKitGTK has none), so here the screen is always "Vídeo indisponível" —
 /// and still the spec's call screen, from which she decides.
 @Suite("The resident's call screen without video in Chromium and WebKit", .serialized,
-       .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+       .requires(.chromium))
 struct CallScreenBrowserTests {
     let app = ResidentAppBrowserTests()
 

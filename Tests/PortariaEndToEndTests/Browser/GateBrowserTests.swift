@@ -1,11 +1,12 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// The gate page (`Web/gate/`) in a real headless Chromium driven over WebDriver, against
 /// the real `portaria serve --demo`. Skipped only when chromium or chromedriver is not
 /// installed (CI installs both through scripts/bootstrap).
-@Suite("Gate page in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Gate page in Chromium", .serialized, .requires(.chromium))
 struct GateBrowserTests {
     /// The demo company's gate (DemoData): where the visitor "stands" in the delivery test.
     static let gate = (lat: -23.561684, lon: -46.655981)
@@ -18,28 +19,44 @@ struct GateBrowserTests {
         try await browser.cdp("Emulation.setGeolocationOverride", ["latitude": lat, "longitude": lon, "accuracy": accuracy])
     }
 
-    @Test("A ring answered 503 (a read-only PostgreSQL) is rung again by the page itself once the database takes writes: one visit")
+    /// Opens the demo gate's page and waits for its unit list (three units and the prompt).
+    func openGate(_ browser: WebDriver, _ server: TestServer) async throws {
+        try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
+        try await browser.waitFor("the unit list") {
+            try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
+        }
+    }
+
+    /// Fills the form's two required fields: the unit (by its label) and the visitor's name.
+    func fill(_ browser: WebDriver, unit: String, name: String) async throws {
+        try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='\(unit)']"))
+        try await browser.type(try await browser.find(css: "#name"), name)
+    }
+
+    /// Chooses the unit, types the name and rings.
+    func ring(_ browser: WebDriver, unit: String, name: String) async throws {
+        try await fill(browser, unit: unit, name: name)
+        try await browser.click(css: "#ring")
+    }
+
+    @Test("A ring answered 503 (a read-only PostgreSQL) is rung again by the page itself once the database takes writes: one visit",
+          .requires(.postgres))
     func ringRetriedAfterDatabaseFault() async throws {
-        guard EndToEndPostgres.url != nil else { return }
-        let database = try #require(try EndToEndPostgres.create())
+        let database = try #require(try TestPostgres.createDatabase())
         defer { database.drop() }
-        let name = try #require(URLComponents(string: database.url)?.path.dropFirst()).description
+        let name = database.name
         let terminate = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()"
         try await TestServer.with(["--demo", "--database", database.url]) { server in
             try await WebDriver.with { browser in
-                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
-                try await browser.waitFor("the unit list") {
-                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
-                }
-                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
-                try await browser.type(try await browser.find(css: "#name"), "Visitante Paciente")
+                try await openGate(browser, server)
+                try await fill(browser, unit: "A-101", name: "Visitante Paciente")
 
-                try EndToEndPostgres.psql("ALTER DATABASE \(name) SET default_transaction_read_only = on")
-                try EndToEndPostgres.psql(terminate)
+                try TestPostgres.run("ALTER DATABASE \(name) SET default_transaction_read_only = on")
+                try TestPostgres.run(terminate)
                 try await browser.click(css: "#ring")
                 try await browser.waitForText("#form-error", containing: "Tentando de novo", within: .seconds(20))
-                try EndToEndPostgres.psql("ALTER DATABASE \(name) RESET default_transaction_read_only")
-                try EndToEndPostgres.psql(terminate)
+                try TestPostgres.run("ALTER DATABASE \(name) RESET default_transaction_read_only")
+                try TestPostgres.run(terminate)
                 try await browser.waitForText("#visit-state", containing: "Chamando", within: .seconds(60))
 
                 // A pooled connection the database ended fails once (503) before it reconnects.
@@ -85,8 +102,7 @@ struct GateBrowserTests {
                 }
 
                 // The form: unit, name, delivery by Mercado Livre.
-                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
-                try await browser.type(try await browser.find(css: "#name"), "Entregador Teste")
+                try await fill(browser, unit: "A-101", name: "Entregador Teste")
                 try await browser.click(css: "label[for=kind-delivery]")
                 try await browser.waitFor("the carrier select") { try await browser.visibleText("#carrier") != nil }
                 try await browser.click(try await browser.find(xpath: "//select[@id='carrier']/option[text()='Mercado Livre']"))
@@ -165,13 +181,8 @@ struct GateBrowserTests {
             // The one call this address may make this minute.
             _ = try await RealtimeTests.ring(server)
             try await WebDriver.with { browser in
-                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
-                try await browser.waitFor("the unit list") {
-                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
-                }
-                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-102']"))
-                try await browser.type(try await browser.find(css: "#name"), "Rafael")
-                try await browser.click(css: "#ring")
+                try await openGate(browser, server)
+                try await ring(browser, unit: "A-102", name: "Rafael")
                 let message = try await browser.waitForText("#form-error", containing: "Muitas chamadas")
                 await browser.screenshot("gate-rate-limited")
                 #expect(message == "Muitas chamadas; aguarde um minuto.")
@@ -186,13 +197,8 @@ struct GateBrowserTests {
             // A-102's one ring of this minute.
             _ = try await RealtimeTests.ring(server, unit: "A-102")
             try await WebDriver.with { browser in
-                try await browser.navigate("http://127.0.0.1:\(server.port)/gate/demo-gate")
-                try await browser.waitFor("the unit list") {
-                    try await browser.execute("return document.querySelectorAll('#unit option').length") as? Int == 4
-                }
-                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-102']"))
-                try await browser.type(try await browser.find(css: "#name"), "Rafael")
-                try await browser.click(css: "#ring")
+                try await openGate(browser, server)
+                try await ring(browser, unit: "A-102", name: "Rafael")
                 let message = try await browser.waitForText("#form-error", containing: "Esta unidade")
                 #expect(message == "Esta unidade recebeu muitas chamadas agora. Aguarde um minuto e chame de novo.")
                 #expect(try await browser.visibleText("#view-form") != nil, "the form stays, ready for another try")
@@ -248,9 +254,7 @@ struct GateBrowserTests {
                 }
                 // Debian's Chromium has no AAC encoder: the gate takes the WAV path there.
                 let recordsAAC = try await browser.execute("return MediaRecorder.isTypeSupported('audio/mp4;codecs=mp4a.40.2')") as? Bool ?? false
-                try await browser.click(try await browser.find(xpath: "//select[@id='unit']/option[text()='A-101']"))
-                try await browser.type(try await browser.find(css: "#name"), "Visitante Sem Resposta")
-                try await browser.click(css: "#ring")
+                try await ring(browser, unit: "A-101", name: "Visitante Sem Resposta")
                 try await browser.waitForText("#visit-state", containing: "Chamando")
                 try await browser.waitForText("#visit-state", containing: "Ninguém atendeu — deixe um recado", within: .seconds(30))
 

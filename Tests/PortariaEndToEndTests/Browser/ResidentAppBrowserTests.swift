@@ -1,11 +1,12 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// The minimal resident web client (`Web/app/`) in headless Chromium against the real
 /// `portaria serve --demo`: log in, see the visits, resolve with one tap, and the
 /// "Maria já autorizou" answer when someone else was first, and no tap on a visit that
 /// has just moved under the finger — in Chromium and in WebKit (the iPhone's engine).
-@Suite("Resident web client in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Resident web client in Chromium", .serialized, .requires(.chromium))
 struct ResidentAppBrowserTests {
     /// Rings A-101 from the demo gate as `name`; returns the visit id.
     func ring(_ server: TestServer, name: String, kind: String = "visit") async throws -> String {

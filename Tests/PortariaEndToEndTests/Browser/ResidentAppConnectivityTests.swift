@@ -1,10 +1,11 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// The resident app when the network comes and goes, in headless Chromium against the real
 /// `portaria serve --demo`, the network cut and restored with the DevTools protocol
 /// (`Network.emulateNetworkConditions`, which also fires the page's `offline`/`online`).
-@Suite("Resident web app and the network in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Resident web app and the network in Chromium", .serialized, .requires(.chromium))
 struct ResidentAppConnectivityTests {
     let app = ResidentAppBrowserTests()
     let defects = ResidentAppDefectTests()

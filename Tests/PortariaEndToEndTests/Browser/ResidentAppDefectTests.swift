@@ -1,12 +1,13 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// Four ways `/app/` could mislead a resident, each in headless Chromium against the real
 /// `portaria serve --demo`: times in the browser's zone instead of the condominium's, a
 /// logout that drops the tap, a final 409 retried and shown in English, and a sentence
 /// built from `resolved_by.name` that ignores `via`.
-@Suite("Resident web app defects in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Resident web app defects in Chromium", .serialized, .requires(.chromium))
 struct ResidentAppDefectTests {
     let app = ResidentAppBrowserTests()
 

@@ -1,11 +1,12 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// What a keyboard user, a resident on a bad connection and a visitor at the gate meet in
 /// the web pages, in headless Chromium against the real `portaria serve --demo`: focus that
 /// stays where the person is, an app that opens offline in pt-BR, sentences styled for
 /// what they are, and the gate page's outcome never contradicted.
-@Suite("Resident app and gate page details in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Resident app and gate page details in Chromium", .serialized, .requires(.chromium))
 struct ResidentAppDetailsTests {
     let app = ResidentAppBrowserTests()
     let defects = ResidentAppDefectTests()

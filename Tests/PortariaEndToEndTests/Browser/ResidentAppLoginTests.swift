@@ -1,9 +1,10 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// Logging into the resident app as Brazilians do, in headless Chromium against the real
 /// `portaria serve --demo`, and in WebKit: the phone typed with its area code only.
-@Suite("Resident web app login in Chromium and WebKit", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Resident web app login in Chromium and WebKit", .serialized, .requires(.chromium))
 struct ResidentAppLoginTests {
     @Test("SMS login with “(11) 99999-0001”: the app shows +55 11 99999-0001 before sending, the code goes there and Maria gets in",
           arguments: BrowserEngine.underTest)

@@ -1,11 +1,12 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// The resident web app's other screens in headless Chromium against
 /// the real `portaria serve --demo`: the SMS-code login with the company choice, the visit
 /// detail (photo, where the visitor was, attempts timeline) and the settings (delivery
 /// rule, ring order, devices, notification permission).
-@Suite("Resident web app screens in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Resident web app screens in Chromium", .serialized, .requires(.chromium))
 struct ResidentAppScreensTests {
     static let mariaPhone = "+5511999990001"
 

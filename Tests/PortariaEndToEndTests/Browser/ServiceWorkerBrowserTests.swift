@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 
 /// The resident app's service worker in headless Chromium, with the app's tab closed:
@@ -7,7 +8,7 @@ import Testing
 /// a real push event with the payload the server's Web Push provider sends), and a tap on
 /// a notification action is dispatched inside the worker (`notificationclick`), since no
 /// DevTools command clicks a system notification.
-@Suite("Resident app service worker in Chromium", .serialized, .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+@Suite("Resident app service worker in Chromium", .serialized, .requires(.chromium))
 struct ServiceWorkerBrowserTests {
     let defects = ResidentAppDefectTests()
 

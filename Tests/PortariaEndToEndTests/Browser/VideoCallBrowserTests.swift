@@ -1,4 +1,5 @@
 import Foundation
+import PortariaTestSupport
 import Testing
 
 /// The video call end to end: two headless Chromium instances (each with Chromium's fake
@@ -8,7 +9,7 @@ import Testing
 /// `--calls-allow-direct` (decision 0066); without it and without TURN, both pages say video
 /// is unavailable and the decision goes on.
 @Suite("Video call between the gate page and the resident app in Chromium", .serialized,
-       .enabled(if: BrowserBinaries.available, "chromium and chromedriver are required"))
+       .requires(.chromium))
 struct VideoCallBrowserTests {
     /// True once the `<video id>` shows decoded frames of the other side.
     static let remotePlaying = """

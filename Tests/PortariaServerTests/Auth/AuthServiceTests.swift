@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 @testable import PortariaServer
 
@@ -12,15 +13,16 @@ final class RecordingSmsSender: SmsSender {
 
     /// The six-digit code of the latest SMS to `phone`, waiting briefly for the background send.
     func code(for phone: String) async throws -> String {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
+        var code: String?
+        _ = await eventually(within: .seconds(5), every: .milliseconds(10)) {
             if let message = messages.current.last(where: { $0.phone == phone })?.message,
                let range = message.range(of: #"\d{6}"#, options: .regularExpression) {
-                return String(message[range])
+                code = String(message[range])
             }
-            try await Task.sleep(for: .milliseconds(10))
+            return code != nil
         }
-        throw HTTPError.notFound("no SMS to \(phone)")
+        guard let code else { throw HTTPError.notFound("no SMS to \(phone)") }
+        return code
     }
 }
 
@@ -57,7 +59,7 @@ func httpError(_ body: () async throws -> Void) async -> HTTPError? {
 
 @Suite("Accounts and login", .serialized)
 struct AuthServiceTests {
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
 
     @Test("maria logs in and sees both demo companies with their grants", arguments: backends)
     func loginMaria(backend: Backend) async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 @testable import PortariaServer
 
@@ -256,8 +257,7 @@ struct CallRegistryTests {
         _ = try await registry.start(visitID: F.visitID, resident: F.resident)
         let performed = Locked<[CallDirective]>([])
         let loop = Task { await registry.run(every: .milliseconds(10)) { directives in performed.withLock { $0 += directives } } }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while performed.current.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        _ = await eventually(within: .seconds(10), every: .milliseconds(10)) { !performed.current.isEmpty }
         loop.cancel()
         await loop.value
         #expect(records(performed.current).first?.entry

@@ -28,7 +28,6 @@ final class CoturnProcess: @unchecked Sendable {
         self.secret = secret
     }
 
-    static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binary) }
 
     /// Starts coturn and returns once it answers a STUN Binding on both UDP and TCP.
     /// The port is one the kernel just handed out; if another process takes it in the
@@ -148,7 +147,11 @@ final class CoturnProcess: @unchecked Sendable {
     }
 }
 
-@Suite("TURN credentials against a real coturn", .serialized, .enabled(if: CoturnProcess.isInstalled, "coturn is not installed (scripts/bootstrap installs it)"))
+extension Requirement {
+    static let coturn = executable("coturn (turnserver)", at: { CoturnProcess.binary }, remedy: "scripts/bootstrap installs it")
+}
+
+@Suite("TURN credentials against a real coturn", .serialized, .requires(.coturn))
 struct CoturnTests {
     static let secret = "portaria-test-\(UUID().uuidString)"
 

@@ -1,6 +1,7 @@
 import Foundation
 import PortariaCore
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -58,7 +59,7 @@ struct ShutdownTests {
         let server = try Self.server(handlerTime: .milliseconds(800))
         let port = server.port
         let answer = Task { try await Self.get(port: port, "/slow") }
-        try await until { server.handlers.current.running == 1 }
+        try await waitUntil { server.handlers.current.running == 1 }
         let stopping = ContinuousClock.now
         await server.shutdown(gracePeriod: .milliseconds(100))
         #expect(ContinuousClock.now - stopping >= .milliseconds(500), "shutdown did not wait for the running handler")
@@ -82,12 +83,12 @@ struct ShutdownTests {
         try server.start()
         let port = server.port
         let answer = Task { try await Self.get(port: port, "/slow") }
-        try await until { server.handlers.current.running == 1 }
+        try await waitUntil { server.handlers.current.running == 1 }
         // libmicrohttpd aborts the process when stopped with a suspended connection.
         await server.shutdown(gracePeriod: .milliseconds(100), handlerGrace: .milliseconds(100))
         #expect(server.handlers.current.daemonStopped && server.handlers.current.running == 0)
         #expect(try await answer.value == 503)
         // The handler finishes afterwards; it must not resume anything (this process would crash).
-        try await until { finished.current }
+        try await waitUntil { finished.current }
     }
 }

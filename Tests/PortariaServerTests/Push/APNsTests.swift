@@ -5,7 +5,7 @@ import Testing
 
 @Suite("APNs against a local HTTP/2 fake", .serialized)
 struct APNsTests {
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
     /// Runs `body` with the demo database, a fake APNs scripted with `script`, and a worker.
     static func with(_ backend: Backend = .sqlite, script: [String: [JSONValue]] = [:],
                      _ body: (PushFixture, APNsFixture, PushWorker, RecordingSink) async throws -> Void) async throws {

@@ -11,7 +11,7 @@ import Glibc
 /// PortariaTestSupport) against the admin page served by a real HTTP server in this process.
 @Suite("Admin push-health page in Chromium", .serialized)
 struct AdminPageBrowserTests {
-    @Test("admin logs in, sees failing devices first with pt-BR labels and risk flags", .enabled(if: BrowserBinaries.available))
+    @Test("admin logs in, sees failing devices first with pt-BR labels and risk flags", .requires(.chromium))
     func failingFirst() async throws {
         try await PushFixture.with(.sqlite) { fixture in
             // Devices: Maria's iPhone whose VoIP token APNs refused, João's Xiaomi with battery optimisation on.

@@ -13,9 +13,7 @@ import Glibc
 /// The real `portaria serve` binary, killed with SIGKILL mid-push: no job is lost.
 @Suite("Outbox survives kill -9", .serialized)
 struct CrashRecoveryTests {
-    static let binary: String = ProcessInfo.processInfo.environment["PORTARIA_BIN"]
-        ?? Repository.root + "/.build/debug/portaria"
-    static var available: Bool { FileManager.default.isExecutableFile(atPath: binary) }
+    static var binary: String { PortariaBinary.path }
 
     static func serve(_ arguments: [String], log: String) throws -> Process {
         let process = Process()
@@ -31,7 +29,7 @@ struct CrashRecoveryTests {
     }
 
     @Test("a push in flight when the server is killed is delivered after restart; jobs queued while down too",
-          .enabled(if: available))
+          .requires(.portaria))
     func killMinus9() async throws {
         let pki = try await TestPKI.make()
         defer { pki.remove() }
@@ -61,7 +59,7 @@ struct CrashRecoveryTests {
             try PushOutbox.enqueue(db, PushRequest(userID: maria, kind: .visitRing, message: ringMessage(), deadline: Date().addingTimeInterval(60)))
         }
         // Once the request is on the wire (the fake has seen it), kill -9.
-        try await Self.until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == first[0].pushID } }
+        try await waitUntil(within: .seconds(20)) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == first[0].pushID } }
         kill(server.processIdentifier, SIGKILL)
         _ = await waitForExit(server, within: .seconds(10))
         let sending = try await database.read { db in try db.queryOne("SELECT status FROM push_jobs WHERE id = ?", .text(first[0].pushID)) }
@@ -87,7 +85,7 @@ struct CrashRecoveryTests {
     }
 
     @Test("a ring claimed inside the gate POST's own transaction and killed on the wire is sent again at restart — at once on SQLite, not a lease later (decision 0058)",
-          .enabled(if: available))
+          .requires(.portaria))
     func killMinus9AfterHandOff() async throws {
         let pki = try await TestPKI.make()
         defer { pki.remove() }
@@ -124,7 +122,7 @@ struct CrashRecoveryTests {
     }
 
     @Test("PostgreSQL: the instance that claimed a ring in its gate POST is killed on the wire; the other instance sends it within seconds, not a lease later (decision 0058)",
-          .enabled(if: available && TestPostgres.isConfigured))
+          .requires(.portaria, .postgres))
     func killMinus9OneOfTwoInstances() async throws {
         let pki = try await TestPKI.make()
         defer { pki.remove() }
@@ -196,14 +194,14 @@ struct CrashRecoveryTests {
             try db.queryOne("SELECT id FROM push_jobs WHERE token = ?", .text(voip))?.string("id")
         }
         let id = try #require(pushID)
-        try await until(timeout: 20) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == id } }
+        try await waitUntil(within: .seconds(20)) { fake.records().contains { $0["headers"]?["apns-id"]?.stringValue == id } }
         return id
     }
 
     /// The port of the last `{"msg":"listening","port":N}` line in the server's log.
     static func listeningPort(log: String) async throws -> Int {
         var port: Int?
-        try await until(timeout: 60) {
+        try await waitUntil(within: .seconds(60)) {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n") where line.contains(#""msg":"listening""#) {
                 if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
@@ -216,18 +214,10 @@ struct CrashRecoveryTests {
 
     static func waitForUser(_ username: String, _ database: any SQLDatabase) async throws -> String {
         var id: String?
-        try await until(timeout: 30) {
+        try await waitUntil(within: .seconds(30)) {
             id = try? await database.read { db in try db.queryOne("SELECT id FROM users WHERE username = ?", .text(username))?.string("id") }
             return id != nil
         }
         return id!
-    }
-
-    static func until(timeout: TimeInterval, _ condition: () async throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while try await !condition() {
-            if Date() > deadline { throw FixtureError("condition not met within \(timeout) s") }
-            try await Task.sleep(for: .milliseconds(50))
-        }
     }
 }

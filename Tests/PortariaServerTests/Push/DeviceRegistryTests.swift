@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Device registry", .serialized)
 struct DeviceRegistryTests {
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
 
     @Test("register, renew, move a token, list and delete", arguments: backends)
     func lifecycle(backend: Backend) async throws {

@@ -7,18 +7,6 @@ import Testing
 import Glibc
 #endif
 
-/// The repository checkout these tests run from.
-enum Repository {
-    static let root: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-
-    /// The venv `scripts/bootstrap` creates with the fake servers' requirements.
-    static var python: String { root + "/.venv/bin/python3" }
-}
-
 struct FixtureError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -218,24 +206,22 @@ extension JSONValue {
 /// Waits until every job of `ids` reached one of `statuses`; returns the rows.
 func waitForJobs(_ database: any SQLDatabase, _ ids: [String], in statuses: Set<String> = ["sent", "failed", "expired", "cancelled"],
                  timeout: TimeInterval = 20) async throws -> [String: SQLRow] {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
+    var byID: [String: SQLRow] = [:]
+    let finished = try await eventually(within: .seconds(timeout)) {
         let rows = try await database.read { db in try db.query("SELECT * FROM push_jobs", []) }
-        var byID: [String: SQLRow] = [:]
+        byID = [:]
         for row in rows { if let id = try row.string("id") { byID[id] = row } }
-        if try ids.allSatisfy({ try byID[$0].flatMap { try $0.string("status") }.map(statuses.contains) ?? false }) { return byID }
-        if Date() > deadline {
-            throw FixtureError("jobs not finished: " + (try ids.map { "\($0)=\(try byID[$0]?.string("status") ?? "missing")" }).joined(separator: ", "))
-        }
-        try await Task.sleep(for: .milliseconds(20))
+        return try ids.allSatisfy({ try byID[$0].flatMap { try $0.string("status") }.map(statuses.contains) ?? false })
     }
+    guard finished else {
+        throw FixtureError("jobs not finished: " + (try ids.map { "\($0)=\(try byID[$0]?.string("status") ?? "missing")" }).joined(separator: ", "))
+    }
+    return byID
 }
 
 /// Waits until the sink saw `count` attempts.
 func waitForAttempts(_ sink: RecordingSink, _ count: Int, timeout: TimeInterval = 20) async throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while sink.attempts.current.count < count {
-        if Date() > deadline { throw FixtureError("only \(sink.attempts.current.count) attempts") }
-        try await Task.sleep(for: .milliseconds(20))
+    guard await eventually(within: .seconds(timeout), { sink.attempts.current.count >= count }) else {
+        throw FixtureError("only \(sink.attempts.current.count) attempts")
     }
 }

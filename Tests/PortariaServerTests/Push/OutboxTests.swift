@@ -1,11 +1,12 @@
 import Foundation
 import PortariaCore
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 
 @Suite("Push outbox, receipts and health", .serialized)
 struct OutboxTests {
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
 
     @Test("jobs commit and roll back with the caller's transaction", arguments: backends)
     func transactional(backend: Backend) async throws {
@@ -60,7 +61,7 @@ struct OutboxTests {
     }
 
     @Test("PostgreSQL: a job leased by an instance whose connections are all gone is found gone and released; a live neighbour's (seen only through its listener), an unnamed owner's and our own are not (decision 0058)",
-          .enabled(if: TestPostgres.isConfigured))
+          .requires(.postgres))
     func orphanedLeases() async throws {
         try await PushFixture.with(.postgres) { fixture in
             try await fixture.register("maria")
@@ -93,10 +94,9 @@ struct OutboxTests {
             await dying.close()
             // Its backends end as its sockets close (at once, but not synchronously with close()).
             var gone: Set<String> = []
-            let deadline = Date().addingTimeInterval(10)
-            while gone.isEmpty && Date() < deadline {
+            _ = try await eventually(within: .seconds(10), every: .milliseconds(50)) {
                 gone = try await fixture.database.read { db in try PushOutbox.instancesGone(db, except: me.rawValue, at: at) }
-                if gone.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+                return !gone.isEmpty
             }
             #expect(gone == [dead.rawValue])
             let released = try await fixture.database.write { db in
@@ -207,8 +207,7 @@ struct OutboxTests {
             worker.wake()
             _ = try await waitForJobs(fixture.database, jobs.map(\.pushID), in: ["pending"], timeout: 20)
             // Recorded; its wake-up is registered right after the recording commits.
-            let deadline = ContinuousClock.now + .seconds(20)
-            while worker.pendingRetryWakes == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            _ = await eventually(within: .seconds(20), every: .milliseconds(10)) { worker.pendingRetryWakes > 0 }
             #expect(worker.pendingRetryWakes == 1)
             await worker.stop()
             #expect(worker.pendingRetryWakes == 0, "a wake-up sleeping an hour must not outlive stop()")

@@ -7,7 +7,7 @@ import Testing
 /// (decision 0016): what an extension woken hours later can do, and nothing more.
 @Suite("Push receipts with a per-push capability", .serialized)
 struct PushAckCapabilityTests {
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
 
     /// Claims every due job once, as a worker about to render them would: the tokens the
     /// payloads would carry, by push id.

@@ -70,18 +70,26 @@ struct PushConnectionTests {
         defer { pki.remove() }
         let slow = hexToken()
         let fast = hexToken()
-        let apns = try APNsFixture.make(pki: pki, script: [slow: [.object(["status": 200, "delay": 3])]], clientStreams: 1)
+        // Held 8 s, inside the provider's own 10 s timeout: long enough that a request with a
+        // 0.5 s timeout waiting behind it ends first however loaded the machine.
+        let apns = try APNsFixture.make(pki: pki, script: [slow: [.object(["status": 200, "delay": 8])]], clientStreams: 1)
         defer { apns.stop() }
         let client = apns.provider.client
-        // The client's one stream is held 3 s by the fake; a request with a 0.5 s timeout waits behind it.
-        async let first = apns.provider.send(Self.ring(slow, 0))
+        // The client's one stream is held by the fake; a request with a 0.5 s timeout waits behind it.
+        let slowAnswered = Locked(false)
+        let provider = apns.provider
+        let first = Task {
+            let result = await provider.send(Self.ring(slow, 0))
+            slowAnswered.withLock { $0 = true }
+            return result
+        }
         #expect(await eventually(within: .seconds(30)) { apns.stats().maxOpenStreams == 1 }, "the slow push reached the fake")
-        let started = ContinuousClock.now
         await #expect(throws: OutboundHTTPError.self) {
             _ = try await client.send(OutboundRequest(method: "GET", url: apns.server.url + "/health", timeout: 0.5))
         }
-        #expect(started.duration(to: .now) < .seconds(2.9), "failed at its own timeout, not after the busy stream")
-        #expect(await first.outcome == .accepted)
+        // Failed at its own timeout, while the busy stream was still held — not after it.
+        #expect(!slowAnswered.current, "the waiting request ended only once the busy stream was answered")
+        #expect(await first.value.outcome == .accepted)
         #expect(await apns.provider.send(Self.ring(fast, 1)).outcome == .accepted)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import PortariaCore
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 
 /// A visit rung at the gate reaches the residents' phones: the whole server (Application,
@@ -51,7 +52,7 @@ struct RingPushTests {
 
         // The VoIP push reaches the (fake) APNs with Apple's headers and a payload that lets
         // the phone report the call before any network call.
-        try await CrashRecoveryTests.until(timeout: 20) {
+        try await waitUntil(within: .seconds(20)) {
             apns.records().contains { $0["path"]?.stringValue == "/3/device/\(mariaVoIP)" }
         }
         let record = try #require(apns.records().first { $0["path"]?.stringValue == "/3/device/\(mariaVoIP)" })
@@ -67,7 +68,7 @@ struct RingPushTests {
         let pushID = try #require(payload["push_id"]?.stringValue)
 
         // João's token answered 410 Unregistered: deactivated, and the panel shows him failing.
-        try await CrashRecoveryTests.until(timeout: 20) {
+        try await waitUntil(within: .seconds(20)) {
             try await database.read { db in
                 try db.queryOne("SELECT voip_token_status FROM devices WHERE installation_id = 'joao-iphone'", [])?.string("voip_token_status")
             } != "active"
@@ -83,7 +84,7 @@ struct RingPushTests {
         #expect(try await PushReceipts(database: database).acknowledge(pushID: pushID, userID: maria) != nil)
         // The worker records Maria's attempt once APNs has answered: wait for it.
         var kinds: [String] = []
-        try await CrashRecoveryTests.until(timeout: 20) {
+        try await waitUntil(within: .seconds(20)) {
             kinds = try await database.read { db in
                 try db.query("SELECT kind FROM visit_attempts WHERE visit_id = ? ORDER BY id", .text(visitID)).compactMap { try $0.string("kind") }
             }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import PortariaCore
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 
 /// Web Push as the outbox's third platform: the encryption against RFC 8291's own test
@@ -136,7 +137,7 @@ struct WebPushTests {
             gateToken: "demo-gate", request: CreateVisitRequest(unitID: unit, kind: .visit, visitorName: "Rafael Entregas"))
         let visitID = created.visit.id
 
-        try await CrashRecoveryTests.until(timeout: 20) {
+        try await waitUntil(within: .seconds(20)) {
             fake.records().contains { $0["path"]?.stringValue == "/push/\(maria.id)" && $0["status"]?.intValue == 201 }
         }
         let record = try #require(fake.records().first { $0["path"]?.stringValue == "/push/\(maria.id)" && $0["status"]?.intValue == 201 })
@@ -161,7 +162,7 @@ struct WebPushTests {
         if case .failure(let refusal) = ack { Issue.record("the web payload's ack_token was refused: \(refusal)") }
 
         // João's browser unsubscribed (410): his device is deactivated and the panel says so.
-        try await CrashRecoveryTests.until(timeout: 20) {
+        try await waitUntil(within: .seconds(20)) {
             try await database.read { db in
                 try db.queryOne("SELECT push_token_status FROM devices WHERE installation_id = ?", .text(joao.id))?.string("push_token_status")
             } == "unregistered"

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 
 /// One behaviour every `SQLDatabase` must have, checked against a fresh database.

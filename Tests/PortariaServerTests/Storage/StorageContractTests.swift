@@ -18,7 +18,7 @@ struct StorageContractTests {
     // Serialized: each case opens a pool (plus four more handles for the concurrent
     // migrators), and a throw-away cluster allows only max_connections (100) clients.
     @Test("PostgreSQL",
-          .enabled(if: TestPostgres.isConfigured, "PORTARIA_TEST_POSTGRES_URL is not set (run under scripts/with-postgres)"),
+          .requires(.postgres),
           .serialized,
           arguments: StorageContract.checks)
     func postgres(_ check: ContractCheck) async throws {
@@ -30,27 +30,24 @@ struct StorageContractTests {
 /// need no running PostgreSQL.
 @Suite("Storage: opening failures")
 struct StorageOpeningTests {
-    @Test("an unreachable PostgreSQL is .unavailable after its retries, not hanging")
+    /// "Gives up" versus "hangs": the open returns its error by itself; the time limit only
+    /// ends one that would never return.
+    @Test("an unreachable PostgreSQL is .unavailable after its retries, not hanging", .timeLimit(.minutes(2)))
     func unreachablePostgres() async throws {
-        let started = ContinuousClock.now
         await expectStorageError(.unavailable) {
             _ = try await DatabaseFactory.open(url: "postgres://postgres@127.0.0.1:1/portaria")
         }
-        // "Gives up" versus "hangs", with room for a loaded CI machine.
-        #expect(ContinuousClock.now - started < .seconds(25))
     }
 
-    @Test("a PostgreSQL server that accepts and never answers is .unavailable after the connect timeout")
+    @Test("a PostgreSQL server that accepts and never answers is .unavailable after the connect timeout", .timeLimit(.minutes(2)))
     func silentPostgres() async throws {
         // A loopback listener that never speaks: only the connect timeout ends the attempt
         // (no packet leaves this machine).
         let listener = try LoopbackPort(listening: true)
         let port = listener.port
-        let started = ContinuousClock.now
         await expectStorageError(.unavailable) {
             _ = try await DatabaseFactory.open(url: "postgres://postgres@127.0.0.1:\(port)/portaria?connect_timeout=2")
         }
-        #expect(ContinuousClock.now - started < .seconds(25))
         // Still listening until here (it closes when `listener` goes).
         #expect(listener.port == port)
     }

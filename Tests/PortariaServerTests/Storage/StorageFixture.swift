@@ -1,52 +1,28 @@
 import Foundation
 @testable import PortariaServer
+import PortariaTestSupport
 import Testing
 
 /// The storage backends the contract runs on.
-enum Backend: String, Sendable, CustomTestStringConvertible {
+enum Backend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     case sqlite, postgres
     var testDescription: String { rawValue }
+
+    /// The backends a parameterised test runs on: both where the run has PostgreSQL
+    /// (`scripts/with-postgres`), SQLite alone otherwise — except in a strict run (CI),
+    /// where a missing cluster fails the PostgreSQL cases instead of dropping them.
+    static var underTest: [Backend] { casesAvailable(allCases) { $0 == .postgres ? .postgres : nil } }
 }
 
-/// The throw-away PostgreSQL the test run may use (`scripts/with-postgres` sets
-/// `PORTARIA_TEST_POSTGRES_URL`); the tests create and drop their own databases in it.
-enum TestPostgres {
-    static let url: String? = {
-        let value = ProcessInfo.processInfo.environment["PORTARIA_TEST_POSTGRES_URL"]
-        guard let value, !value.isEmpty else {
-            print("note: PORTARIA_TEST_POSTGRES_URL is not set; the PostgreSQL storage contract is skipped "
-                  + "(run under scripts/with-postgres, or export a postgres:// URL of a throw-away cluster)")
-            return nil
-        }
-        return value
-    }()
-
-    static var isConfigured: Bool { url != nil }
-
-    /// The same server and credentials with another database name.
-    static func url(database: String) throws -> String {
-        let base = try #require(url)
-        var components = try #require(URLComponents(string: base), "bad PORTARIA_TEST_POSTGRES_URL")
-        components.path = "/" + database
-        return try #require(components.string)
-    }
-
-    /// Runs a statement outside any transaction on the configured database (CREATE/DROP DATABASE).
+extension TestPostgres {
+    /// Runs a statement outside any transaction on the cluster's database (CREATE/DROP
+    /// DATABASE) through the server's own libpq connection.
     static func administer(_ sql: String) async throws {
-        let conninfo = PostgresDatabase.withDefaults(try #require(url))
+        let conninfo = PostgresDatabase.withDefaults(try baseURL)
         try await offload {
             let connection = try PostgresConnection(conninfo: conninfo)
             try connection.simple(sql)
         }
-    }
-}
-
-/// Runs blocking work on a Dispatch thread, keeping Swift's small cooperative pool free.
-func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        // A serial queue of its own: on Linux the global concurrent pool has one thread per
-        // core and blocking calls there would stall each other (and the code under test).
-        DispatchQueue(label: "portaria.tests.offload").async { continuation.resume(with: Result { try body() }) }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 @testable import PortariaServer
 
@@ -10,7 +11,7 @@ import Testing
 @Suite("Event log order under concurrent gate POSTs", .serialized)
 struct EventOrderTests {
     @Test("concurrent gate POSTs in one company: the log read forward while they commit has no gap and no reordering",
-          .enabled(if: TestPostgres.isConfigured, "PORTARIA_TEST_POSTGRES_URL is not set (run under scripts/with-postgres)"))
+          .requires(.postgres))
     func concurrentGatePostsKeepTheLogGapFree() async throws {
         try await VisitsFixture.with(.postgres) { f in
             let company = f.demo
@@ -49,7 +50,7 @@ struct EventOrderTests {
     }
 
     @Test("the lock is what keeps the order: transactions that linger after inserting their events still commit them in seq order",
-          .enabled(if: TestPostgres.isConfigured, "PORTARIA_TEST_POSTGRES_URL is not set (run under scripts/with-postgres)"))
+          .requires(.postgres))
     func lingeringTransactionsKeepTheLogGapFree() async throws {
         try await VisitsFixture.with(.postgres) { f in
             let company = f.demo

@@ -1,4 +1,5 @@
 import Foundation
+import PortariaTestSupport
 import PortariaCore
 @testable import PortariaServer
 
@@ -19,12 +20,7 @@ final class EventRecorder: Sendable {
 
     /// Waits (briefly, in real time: delivery is asynchronous) until `predicate` holds.
     func wait(timeout: Duration = .seconds(5), until predicate: ([EventRecord]) -> Bool) async -> [EventRecord] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let snapshot = events.current
-            if predicate(snapshot) { return snapshot }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
+        _ = await eventually(within: timeout, every: .milliseconds(2)) { predicate(events.current) }
         return events.current
     }
 }

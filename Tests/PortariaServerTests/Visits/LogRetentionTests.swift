@@ -7,7 +7,7 @@ import Testing
 /// push outbox (decision 0055). Photos, voice messages and locations: `VisitFlowTests`.
 @Suite("Retention of events and push jobs", .serialized)
 struct LogRetentionTests {
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
 
     static func sweep(_ database: any SQLDatabase, days: Int = 90) async throws -> RetentionJob.Report {

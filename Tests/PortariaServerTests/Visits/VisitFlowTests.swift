@@ -135,7 +135,7 @@ struct VisitFlowTests {
             // A resident trying afterwards is told it was left at the concierge.
             let late = await f.resolve(later, as: "joao")
             #expect(late.status == 409)
-            #expect(late.json["error"]?["message"]?.stringValue?.hasPrefix("Deixado na portaria automaticamente") == true)
+            #expect(late.document["error"]?["message"]?.stringValue?.hasPrefix("Deixado na portaria automaticamente") == true)
         }
     }
 
@@ -159,18 +159,18 @@ struct VisitFlowTests {
             #expect(second.status == 409)
             #expect(second.code == "VISIT_ALREADY_ANSWERED")
             // São Paulo is UTC−3: 1_800_000_000 s is 2027-01-15T08:00:00Z → 05:00.
-            #expect(second.json["error"]?["message"]?.stringValue == "João já atendeu às 05:00")
+            #expect(second.document["error"]?["message"]?.stringValue == "João já atendeu às 05:00")
 
             let win = await f.resolve(id, as: "joao", key: "r1")
             #expect(win.status == 200)
             let lose = await f.resolve(id, as: "maria", action: "deny", key: "r2")
             #expect(lose.status == 409)
             #expect(lose.code == "VISIT_ALREADY_RESOLVED")
-            #expect(lose.json["error"]?["message"]?.stringValue == "João já autorizou às 05:00")
-            #expect(lose.json["error"]?["resolved_by"]?["name"]?.stringValue == "João Souza")
-            #expect(lose.json["error"]?["resolved_by"]?["id"]?.stringValue == f.users["joao"])
-            #expect(lose.json["error"]?["action"]?.stringValue == "authorize")
-            #expect(lose.json["error"]?["resolved_at"]?.stringValue == "2027-01-15T08:00:30Z")
+            #expect(lose.document["error"]?["message"]?.stringValue == "João já autorizou às 05:00")
+            #expect(lose.document["error"]?["resolved_by"]?["name"]?.stringValue == "João Souza")
+            #expect(lose.document["error"]?["resolved_by"]?["id"]?.stringValue == f.users["joao"])
+            #expect(lose.document["error"]?["action"]?.stringValue == "authorize")
+            #expect(lose.document["error"]?["resolved_at"]?.stringValue == "2027-01-15T08:00:30Z")
             let visit = try await f.visit(id)
             #expect(visit.attempts.map(\.kind) == [.ring, .answer, .resolution])
             #expect(visit.attempts[1].deviceID == "dev-joao")

@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 @testable import PortariaServer
 
@@ -11,7 +12,7 @@ final class Gate: Sendable {
     var arrivals: Int { arrived.current }
     func pass() async {
         arrived.withLock { $0 += 1 }
-        while !opened.current { try? await Task.sleep(for: .milliseconds(2)) }
+        _ = await eventually(within: .seconds(60), every: .milliseconds(2)) { opened.current }
     }
 }
 
@@ -52,8 +53,8 @@ struct VisitIdempotencyTests {
             let joao = await f.resolve(id, as: "joao", key: key)
             #expect(joao.status == 409 && joao.code == "VISIT_ALREADY_RESOLVED")
             #expect(joao.header("Idempotent-Replayed") == nil)
-            #expect(joao.json["error"]?["resolved_by"]?["name"]?.stringValue == "Maria Souza")
-            #expect(joao.json["error"]?["message"]?.stringValue == "Maria já autorizou às 05:00")
+            #expect(joao.document["error"]?["resolved_by"]?["name"]?.stringValue == "Maria Souza")
+            #expect(joao.document["error"]?["message"]?.stringValue == "Maria já autorizou às 05:00")
             // …and his 409 is itself replayable.
             let joaoAgain = await f.resolve(id, as: "joao", key: key)
             #expect(joaoAgain.status == 409 && joaoAgain.header("Idempotent-Replayed") == "true" && joaoAgain.body == joao.body)
@@ -76,7 +77,7 @@ struct VisitIdempotencyTests {
         try await VisitsFixture.with(backend, beforeIdempotentWork: { await gate.pass() }) { f in
             let (id, _) = try await f.ring()
             async let first = f.resolve(id, as: "maria", key: "slow")
-            while gate.arrivals == 0 { try await Task.sleep(for: .milliseconds(2)) }
+            try await waitUntil("the first resolve reaching the gate", every: .milliseconds(2)) { gate.arrivals > 0 }
             let second = await f.resolve(id, as: "maria", key: "slow")
             #expect(second.status == 409 && second.code == "REQUEST_IN_PROGRESS")
             #expect(second.header("Retry-After") != nil)
@@ -272,6 +273,6 @@ struct FixtureReply: Sendable {
         status = reply.status
         code = reply.code
         replayed = reply.header("Idempotent-Replayed") == "true"
-        resolvedBy = reply.json["error"]?["resolved_by"]?["id"]?.stringValue
+        resolvedBy = reply.document["error"]?["resolved_by"]?["id"]?.stringValue
     }
 }

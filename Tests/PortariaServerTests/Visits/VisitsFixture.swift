@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 import Testing
 @testable import PortariaServer
 
@@ -17,7 +18,7 @@ struct VisitsFixture: Sendable {
     let units: [String: String]       // label → id
     let users: [String: String]       // username → id
 
-    static let backends: [Backend] = TestPostgres.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    static let backends: [Backend] = Backend.underTest
 
     static func with(_ backend: Backend, beforeIdempotentWork: (@Sendable () async -> Void)? = nil,
                      _ body: (VisitsFixture) async throws -> Void) async throws {
@@ -61,16 +62,8 @@ struct VisitsFixture: Sendable {
     var demo: String { companies["Residencial Demo"]! }
     var azul: String { companies["Condomínio Azul"]! }
 
-    struct Reply: Sendable {
-        var status: Int
-        var headers: [(String, String)]
-        var body: [UInt8]
-        var json: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))) ?? .null }
-        var code: String? { json["error"]?["code"]?.stringValue }
-        var field: String? { json["error"]?["field"]?.stringValue }
-        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
-        func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T { try JSONCoding.decoder().decode(T.self, from: Data(body)) }
-    }
+    /// An answer of the router, as the raw client reads one off the wire.
+    typealias Reply = RawResponse
 
     /// One request through the router, as the HTTP server would run it.
     func call(_ method: String, _ path: String, as user: String? = nil, bearer: String? = nil, company: String? = nil,
@@ -85,7 +78,8 @@ struct VisitsFixture: Sendable {
         let (path, query) = Self.split(path)
         let request = HTTPRequest(method: method, path: path, query: query, headers: all, body: body, clientAddress: client)
         let (response, _) = await server.respond(to: request)
-        return Reply(status: response.status, headers: response.headers, body: response.body)
+        let headers = Dictionary(response.headers.map { ($0.0.lowercased(), $0.1) }, uniquingKeysWith: { first, _ in first })
+        return Reply(status: response.status, headers: headers, body: response.body)
     }
 
     static func split(_ target: String) -> (String, [String: String]) {
@@ -150,4 +144,14 @@ extension JSONValue {
         return nil
     }
     var numberValue: Double? { if case .number(let value) = self { return value }; return nil }
+}
+
+extension RawResponse {
+    /// The body as an open JSON value (`.null` when it is not JSON).
+    var document: JSONValue { (try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))) ?? .null }
+    /// The error envelope's `code` and `field`, when the body is one.
+    var code: String? { document["error"]?["code"]?.stringValue }
+    var field: String? { document["error"]?["field"]?.stringValue }
+    /// The body decoded as the server's own contract type.
+    func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T { try JSONCoding.decoder().decode(T.self, from: Data(body)) }
 }
