@@ -58,8 +58,6 @@ public struct VisitService: Sendable {
     let media: MediaStore
     let idempotency: IdempotencyStore
     let log: Log
-    /// This instance's push worker, for the gate POST's first rings (decision 0058).
-    public let pushHandOff = PushHandOff()
     /// Called after a change that makes a ring step due now (a decline).
     let wakeScheduler: @Sendable () -> Void
     /// Test hook: runs after the in-flight marker is committed, before the action.
@@ -264,10 +262,7 @@ public struct VisitService: Sendable {
         let visitID = VisitID.issue()
         let id = visitID.rawValue
         let lifetime = configuration.visitLifetime
-        let pushHandOff = pushHandOff
         let creation = try await database.write { db -> Creation in
-            // The first rings are claimed in this transaction and sent as it commits.
-            PushOutbox.handOff(db, to: pushHandOff)
             if let rateLimit {
                 let window = try RateLimiter.hit(db, rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
                 if window.count > rateLimit.max { return .limited(window) }
@@ -309,16 +304,16 @@ public struct VisitService: Sendable {
             if let carrier = row.carrier { data["carrier"] = .string(carrier) }
             var events = try EventLog.append(db, companyID: row.companyID, visitID: row.id, unitID: row.unitID,
                                              events: [VisitEngine.decorate(PendingEvent(type: .created, data: data), row: row, status: .ringing)],
-                                             at: now)
+                                             at: now, bus: bus)
             if request.kind == .delivery && rule == .leaveAtConcierge {
                 // Nobody is asked: resolved at once, residents informed by the event.
                 let resolution = VisitResolution(action: .leaveAtConcierge, by: .automatic, at: now, via: .auto)
                 events += try VisitEngine.apply(db, row: row, event: .resolve(resolution),
-                                                source: EventSource(channel: "auto"), at: now).events
+                                                source: EventSource(channel: "auto"), at: now, bus: bus).events
             } else {
                 let targets = try VisitStore.ringTargets(db, unitID: row.unitID)
                 events += try RingEngine.start(db, row: row, targets: targets,
-                                               stepSeconds: Int(try unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now)
+                                               stepSeconds: Int(try unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now, bus: bus)
             }
             guard let after = try VisitStore.load(db, id: visitID) else { throw StorageError.failed("visit vanished") }
             return .created(try VisitStore.dto(db, after), events)
@@ -379,7 +374,7 @@ public struct VisitService: Sendable {
             guard let row = try VisitStore.lock(db, id: id) else { throw VisitError.visitNotFound }
             if row.status == .cancelled { return (try VisitStore.dto(db, row), []) }   // cancelling twice is fine
             do {
-                let outcome = try VisitEngine.apply(db, row: row, event: .cancel(at: now), source: EventSource(channel: "visitor"), at: now)
+                let outcome = try VisitEngine.apply(db, row: row, event: .cancel(at: now), source: EventSource(channel: "visitor"), at: now, bus: bus)
                 return (try VisitStore.dto(db, outcome.row), outcome.events)
             } catch is VisitTransitionError {
                 throw VisitError.closed(row.status)
@@ -460,7 +455,7 @@ public struct VisitService: Sendable {
                 if let duration = stored.durationMs { data["duration_ms"] = .number(Double(duration)) }
                 let events = try EventLog.append(db, companyID: row.companyID, visitID: row.id, unitID: row.unitID,
                                                  events: [VisitEngine.decorate(PendingEvent(type: kind == .photo ? .photoAdded : .voiceMessageAdded, data: data),
-                                                                               row: row, status: row.status)], at: now)
+                                                                               row: row, status: row.status)], at: now, bus: bus)
                 return (try VisitStore.dto(db, row), old, events)
             }
             if let replaced { media.remove(replaced) }
@@ -648,7 +643,7 @@ public struct VisitService: Sendable {
             }
             do {
                 let outcome = try VisitEngine.apply(db, row: row, event: event,
-                                                    source: EventSource(user: me, deviceID: call?.deviceID, channel: via.rawValue), at: now)
+                                                    source: EventSource(user: me, deviceID: call?.deviceID, channel: via.rawValue), at: now, bus: bus)
                 // The decision and its audit row commit together (decision 0091).
                 var detail: [String: JSONValue] = [:]
                 if action == .resolve, let body = resolve { detail = ["action": .string(body.action.rawValue), "via": .string(via.rawValue)] }
