@@ -36,9 +36,8 @@ public struct VisitPushes: VisitEventListener {
                 // A ring is pointless once its step is over: the next resident is rung
                 // instead, and a late call would ring after someone else answered.
                 let deadline = data.stepExpiresAt ?? data.ringDeadline ?? at.addingTimeInterval(60)
-                let message = PushMessage(visitID: visitID, callerName: data.visitorName, unitLabel: data.unitLabel, visitKind: kind.rawValue,
-                                          carrier: try carrier(db, visitID: visitID),
-                                          geofence: data.geofence.map { PushMessage.Geofence(status: $0.status.rawValue, distanceM: $0.distanceM.map(Double.init)) })
+                let message = PushMessage(visitID: visitID, callerName: data.visitorName, unitLabel: data.unitLabel, visitKind: kind,
+                                          carrier: try carrier(db, visitID: visitID), geofence: data.geofence)
                 // A courier is an actionable notification (authorize / leave at the
                 // concierge / refuse), not a call.
                 written += try PushOutbox.enqueue(db, PushRequest(userIDs: users, kind: kind == .delivery ? .delivery : .visitRing,
@@ -49,8 +48,7 @@ public struct VisitPushes: VisitEventListener {
                 // ringing get a cancellation (a VoIP push can only mean "ring now").
                 try PushOutbox.cancelPending(db, visitID: visitID, kinds: [.visitRing, .delivery],
                                              reason: data.reason?.rawValue ?? "cancelled")
-                let message = PushMessage(visitID: visitID, unitLabel: data.unitLabel, visitKind: data.kind?.rawValue,
-                                          reason: data.reason?.rawValue)
+                let message = PushMessage(visitID: visitID, unitLabel: data.unitLabel, visitKind: data.kind, reason: data.reason)
                 var cancel = PushRequest(userIDs: users, kind: .ringCancelled, message: message, deadline: at.addingTimeInterval(120))
                 if data.reason == .answeredElsewhere, let answerer = data.answeredBy?.id {
                     if !cancel.userIDs.contains(answerer) { cancel.userIDs.append(answerer) }
@@ -89,7 +87,7 @@ public struct VisitPushes: VisitEventListener {
         let zone = try db.queryOne("""
             SELECT c.timezone FROM visits v JOIN companies c ON c.id = v.company_id WHERE v.id = ?
             """, .text(visitID))?.string("timezone")
-        let message = PushMessage(visitID: visitID, unitLabel: data.unitLabel, visitKind: VisitKind.delivery.rawValue,
+        let message = PushMessage(visitID: visitID, unitLabel: data.unitLabel, visitKind: .delivery,
                                   resolution: VisitResolution(action: action, by: by, at: resolvedAt, via: via), timeZone: zone)
         let kind: PushKind
         var users: [String]

@@ -56,10 +56,10 @@ struct PushWireBytesTests {
                      deadline: deadline, attempt: 1, ackToken: "ack-1")
     }
 
-    static let ringMessage = PushMessage(visitID: "v-1", callerName: "Pedro \"Pé\" Souza", unitLabel: "A-101", visitKind: "visit",
-                                         carrier: nil, geofence: .init(status: "away", distanceM: 339.6))
-    static let deliveryMessage = PushMessage(visitID: "v-2", callerName: "João", unitLabel: "B-12", visitKind: "delivery",
-                                             carrier: "Loggi", geofence: .init(status: "at_entrance", distanceM: 3))
+    static let ringMessage = PushMessage(visitID: "v-1", callerName: "Pedro \"Pé\" Souza", unitLabel: "A-101", visitKind: .visit,
+                                         carrier: nil, geofence: GeofenceResult(status: .away, distanceM: 340))
+    static let deliveryMessage = PushMessage(visitID: "v-2", callerName: "João", unitLabel: "B-12", visitKind: .delivery,
+                                             carrier: "Loggi", geofence: GeofenceResult(status: .atEntrance, distanceM: 3))
 
     @Test("a ring: the VoIP push, the alert ring and the FCM data message keep their bytes")
     func ring() async throws {
@@ -88,7 +88,7 @@ struct PushWireBytesTests {
     func ringCancelled() async throws {
         let providers = try await Providers.make()
         defer { providers.stop() }
-        let message = PushMessage(visitID: "v-1", unitLabel: "A-101", visitKind: "visit", reason: "answered_elsewhere")
+        let message = PushMessage(visitID: "v-1", unitLabel: "A-101", visitKind: .visit, reason: .answeredElsewhere)
         #expect(providers.apnsWire(Self.push(.ringCancelled, message)) == #"""
             background br.portaria.app 5 1795973580 - {"ack_token":"ack-1","aps":{"content-available":1},"push_id":"p-1","reason":"answered_elsewhere","type":"visit.ring_cancelled","visit_id":"v-1"}
             """#)
@@ -112,7 +112,7 @@ struct PushWireBytesTests {
             {"message":{"android":{"collapse_key":"v-2","priority":"HIGH","ttl":"90s"},"data":{"ack_token":"ack-1","caller_name":"João","carrier":"Loggi","expires_at":"2026-11-29T17:33:00Z","geofence_distance_m":"3","geofence_status":"at_entrance","kind":"delivery","push_id":"p-1","type":"delivery","unit_label":"B-12","visit_id":"v-2"},"token":"tok"}}
             """#)
         let at = try #require(Timestamp.parse("2026-11-30T17:32:00Z"))
-        let decided = PushMessage(visitID: "v-2", unitLabel: "B-12", visitKind: "delivery",
+        let decided = PushMessage(visitID: "v-2", unitLabel: "B-12", visitKind: .delivery,
                                   resolution: VisitResolution(action: .authorize, by: PersonRef(id: "u-1", name: "Maria"), at: at, via: .app),
                                   timeZone: "America/Sao_Paulo")
         #expect(providers.apnsWire(Self.push(.deliveryResolved, decided)) == #"""
@@ -121,7 +121,7 @@ struct PushWireBytesTests {
         #expect(providers.fcmWire(Self.push(.deliveryResolved, decided)) == #"""
             {"message":{"android":{"collapse_key":"v-2","priority":"HIGH","ttl":"90s"},"data":{"ack_token":"ack-1","action":"authorize","push_id":"p-1","resolved_at":"2026-11-30T17:32:00Z","resolved_by_name":"Maria","text":"Maria autorizou às 14:32","type":"delivery.resolved","unit_label":"B-12","via":"app","visit_id":"v-2"},"token":"tok"}}
             """#)
-        let automatic = PushMessage(visitID: "v-2", unitLabel: "B-12", visitKind: "delivery",
+        let automatic = PushMessage(visitID: "v-2", unitLabel: "B-12", visitKind: .delivery,
                                     resolution: VisitResolution(action: .leaveAtConcierge, by: .automatic, at: at, via: .auto),
                                     timeZone: "America/Sao_Paulo")
         #expect(providers.apnsWire(Self.push(.automaticResolution, automatic)) == #"""
