@@ -44,6 +44,21 @@ struct VisitRow: Sendable {
 
 /// SQL of visits, shared by the service, the scheduler and the lists. Every function
 /// runs inside the caller's read or write closure.
+/// A visit as the gate creates it (`VisitStore.insert`).
+struct NewVisit: Sendable {
+    var id: VisitID
+    var companyID: String
+    var gateID: String
+    /// The validated request: unit, kind, names, location.
+    var request: CreateVisitRequest
+    var geofence: GeofenceResult
+    var rule: DeliveryRule
+    var mode: RingMode
+    var ringDeadline: Date
+    var visitorTokenHash: String
+    var expiresAt: Date
+}
+
 enum VisitStore {
     static let select = """
         SELECT v.id, v.company_id, c.timezone, v.unit_id, u.label AS unit_label, v.kind, v.visitor_name, v.carrier,
@@ -172,6 +187,23 @@ enum VisitStore {
               attempts: attempts, answeredBy: row.answeredBy, resolution: row.resolution,
               ringDeadline: row.status == .ringing ? row.ringDeadline : nil, expiresAt: row.expiresAt,
               createdAt: row.createdAt, updatedAt: row.updatedAt)
+    }
+
+    /// Inserts a visit just created at the gate, ringing.
+    static func insert(_ db: any SQLConnection, _ visit: NewVisit, at now: Date) throws {
+        let request = visit.request
+        try db.execute("""
+            INSERT INTO visits (id, company_id, unit_id, gate_id, kind, visitor_name, carrier, status,
+                location_lat, location_lon, location_accuracy_m, geofence_status, geofence_distance_m,
+                delivery_rule, ring_mode, ring_deadline, visitor_token_hash, expires_at, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 'ringing', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, .id(visit.id), .text(visit.companyID), .text(request.unitID), .text(visit.gateID), .text(request.kind.rawValue),
+                 .text(request.visitorName), .optional(request.carrier),
+                 request.location.map { .real($0.lat) } ?? .null, request.location.map { .real($0.lon) } ?? .null,
+                 request.location.map { .real($0.accuracyM) } ?? .null,
+                 .text(visit.geofence.status.rawValue), visit.geofence.distanceM.map { .integer(Int64($0)) } ?? .null,
+                 .text(visit.rule.rawValue), .text(visit.mode.rawValue), .date(visit.ringDeadline),
+                 .text(visit.visitorTokenHash), .date(visit.expiresAt), .date(now), .date(now))
     }
 
     static func insertAttempt(_ db: any SQLConnection, visitID: VisitID, kind: AttemptKind, user: PersonRef? = nil,
