@@ -43,8 +43,8 @@ extension VisitService {
         // Visibility first: another company's or another unit's visit is a 404 and
         // never touches the key store.
         let visible = try await database.read { db -> Bool in
-            guard let row = try db.queryOne("SELECT company_id, unit_id FROM visits WHERE id = ?", .text(visitID)) else { return false }
-            return Self.canSee(caller, companyID: try row.required.string("company_id"), unitID: try row.required.id("unit_id"))
+            guard let place = try VisitStore.place(db, id: id) else { return false }
+            return Self.canSee(caller, companyID: place.companyID, unitID: place.unitID)
         }
         guard visible else { throw VisitError.visitNotFound }
 

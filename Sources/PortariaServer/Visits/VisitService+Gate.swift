@@ -3,28 +3,10 @@ import PortariaCore
 
 /// The gate: its page, and the visit a visitor creates there.
 extension VisitService {
-    struct Gate: Sendable {
-        var id: String
-        var companyID: String
-        var companyName: String
-        var gate: GeoPoint?
-        var radius: Double
-    }
-
     func gate(token: String) async throws -> Gate {
         guard token.utf8.count <= 200 else { throw VisitError.gateNotFound }
-        let row = try await database.read { db in
-            try db.queryOne("""
-                SELECT g.id, g.company_id, c.name, c.gate_lat, c.gate_lon, c.gate_radius_m
-                FROM gates g JOIN companies c ON c.id = g.company_id WHERE g.token = ?
-                """, .text(token))
-        }
-        guard let row else { throw VisitError.gateNotFound }
-        var point: GeoPoint?
-        if let lat = try row.double("gate_lat"), let lon = try row.double("gate_lon") { point = GeoPoint(lat: lat, lon: lon) }
-        let required = row.required
-        return Gate(id: try required.string("id"), companyID: try required.string("company_id"), companyName: try required.string("name"),
-                    gate: point, radius: try required.double("gate_radius_m"))
+        guard let gate = try await database.read({ db in try GateStore.gate(db, token: token) }) else { throw VisitError.gateNotFound }
+        return gate
     }
 
     /// A gate as one client address may see it. Unknown tokens count per address, not
@@ -63,10 +45,7 @@ extension VisitService {
     }
 
     func gateInfo(_ gate: Gate) async throws -> GateInfo {
-        let units = try await database.read { db in
-            try db.query("SELECT id, label FROM units WHERE company_id = ? ORDER BY label", .text(gate.companyID))
-                .map { UnitSummary(id: try $0.required.string("id"), label: try $0.required.string("label")) }
-        }
+        let units = try await database.read { db in try GateStore.units(db, companyID: gate.companyID) }
         return GateInfo(company: .init(name: gate.companyName), units: units)
     }
 
@@ -189,9 +168,7 @@ extension VisitService {
                 let window = try RateLimiter.hit(db, rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
                 if window.count > rateLimit.max { return .limited(window) }
             }
-            guard let unit = try db.queryOne("""
-                SELECT id, delivery_rule, ring_mode, ring_step_seconds, ring_window_seconds FROM units WHERE id = ? AND company_id = ?
-                """, .text(request.unitID), .text(gate.companyID)) else {
+            guard let unit = try GateStore.ringSettings(db, unitID: request.unitID, companyID: gate.companyID) else {
                 return .unknownUnit
             }
             if let rateLimit {
@@ -199,9 +176,7 @@ extension VisitService {
                     TargetCount(unitID: request.unitID, gateID: gate.id, limit: rateLimit, now: now)
                 }, run: { count, db in try count.run(db) })
             }
-            let rule = try unit.string("delivery_rule").flatMap(DeliveryRule.init(rawValue:)) ?? .ask
-            let mode = try unit.string("ring_mode").flatMap(RingMode.init(rawValue:)) ?? .sequential
-            let window = Int(try unit.int("ring_window_seconds") ?? 60)
+            let (rule, mode, window) = (unit.rule, unit.mode, unit.windowSeconds)
             try VisitStore.insert(db, NewVisit(id: visitID, companyID: gate.companyID, gateID: gate.id, request: request,
                                                geofence: geofence, rule: rule, mode: mode,
                                                ringDeadline: now.addingTimeInterval(TimeInterval(window)),
@@ -228,7 +203,7 @@ extension VisitService {
             } else {
                 let targets = try VisitStore.ringTargets(db, unitID: row.unitID)
                 events += try RingEngine.start(db, row: row, targets: targets,
-                                               stepSeconds: Int(try unit.int("ring_step_seconds") ?? 20), windowSeconds: window, at: now, bus: bus)
+                                               stepSeconds: unit.stepSeconds, windowSeconds: window, at: now, bus: bus)
             }
             guard let after = try VisitStore.load(db, id: visitID) else { throw StorageError.failed("visit vanished") }
             return .created(try VisitStore.dto(db, after), events)

@@ -28,10 +28,7 @@ extension VisitService {
             throw VisitError.callNotActive(access.status)
         }
         let visitID = access.visitID
-        let ended = try await database.read { db in
-            try db.queryOne("SELECT 1 AS ended FROM visit_attempts WHERE visit_id = ? AND kind = ? AND created_at >= ? LIMIT 1",
-                            .id(visitID), .text(AttemptKind.callEnded.rawValue), .date(answeredAt)) != nil
-        }
+        let ended = try await database.read { db in try VisitStore.callEnded(db, visitID: visitID, since: answeredAt) }
         if ended { throw VisitError.callNotActive(access.status) }
         return visitID.rawValue
     }
@@ -153,10 +150,7 @@ extension VisitService {
     /// (someone declined, or a step timed out and the next resident was rung).
     static func residentWasShown(_ db: any SQLConnection, row: VisitRow) throws -> Bool {
         if row.status == .unanswered { return true }
-        return try db.queryOne("""
-            SELECT 1 AS moved FROM visit_attempts
-            WHERE visit_id = ? AND (kind IN ('decline', 'timeout') OR (kind = 'ring' AND step > 0)) LIMIT 1
-            """, .id(row.id)) != nil
+        return try VisitStore.ringMovedOn(db, visitID: row.id)
     }
 
 }

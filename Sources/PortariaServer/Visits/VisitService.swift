@@ -139,24 +139,8 @@ public struct VisitService: Sendable {
         let companyID = caller.companyID
         let position = after
         let (visits, more) = try await database.readSnapshot { db -> ([Visit], Bool) in
-            var sql = VisitStore.select + " WHERE v.company_id = ?"
-            var parameters: [SQLValue] = [.text(companyID)]
-            if !operatorView {
-                sql += " AND v.unit_id IN (" + units.map { _ in "?" }.joined(separator: ", ") + ")"
-                parameters += units.map(SQLValue.text)
-            }
-            switch filter {
-            case .pending: sql += " AND v.status = 'unanswered'"
-            case .history: sql += " AND v.status <> 'unanswered'"
-            case nil: break
-            }
-            if let (ms, id) = position {
-                sql += " AND (v.created_at < ? OR (v.created_at = ? AND v.id < ?))"
-                parameters += [.integer(ms), .integer(ms), .text(id)]
-            }
-            sql += " ORDER BY v.created_at DESC, v.id DESC LIMIT ?"
-            parameters.append(.integer(Int64(limit + 1)))
-            let rows = try db.query(sql, parameters).map(VisitStore.row)
+            let rows = try VisitStore.page(db, companyID: companyID, units: operatorView ? nil : units, filter: filter,
+                                           after: position, limit: limit + 1)
             return (try VisitStore.dtos(db, Array(rows.prefix(limit))), rows.count > limit)
         }
         var next: String?

@@ -189,6 +189,51 @@ enum VisitStore {
               createdAt: row.createdAt, updatedAt: row.updatedAt)
     }
 
+    /// Newest first from the company's visits (of `units` only, unless nil), keyset-paged
+    /// after `(created_at ms, id)`; at most `limit` rows.
+    static func page(_ db: any SQLConnection, companyID: String, units: [String]?, filter: VisitService.ListFilter?,
+                     after: (Int64, String)?, limit: Int) throws -> [VisitRow] {
+        var sql = select + " WHERE v.company_id = ?"
+        var parameters: [SQLValue] = [.text(companyID)]
+        if let units {
+            sql += " AND v.unit_id IN (" + units.map { _ in "?" }.joined(separator: ", ") + ")"
+            parameters += units.map(SQLValue.text)
+        }
+        switch filter {
+        case .pending: sql += " AND v.status = 'unanswered'"
+        case .history: sql += " AND v.status <> 'unanswered'"
+        case nil: break
+        }
+        if let (ms, id) = after {
+            sql += " AND (v.created_at < ? OR (v.created_at = ? AND v.id < ?))"
+            parameters += [.integer(ms), .integer(ms), .text(id)]
+        }
+        sql += " ORDER BY v.created_at DESC, v.id DESC LIMIT ?"
+        parameters.append(.integer(Int64(limit)))
+        return try db.query(sql, parameters).map(row)
+    }
+
+    /// The company and unit a visit belongs to (who may see it); nil when there is no such visit.
+    static func place(_ db: any SQLConnection, id: VisitID) throws -> (companyID: String, unitID: UnitID)? {
+        guard let row = try db.queryOne("SELECT company_id, unit_id FROM visits WHERE id = ?", .id(id)) else { return nil }
+        return (try row.required.string("company_id"), try row.required.id("unit_id"))
+    }
+
+    /// Whether the visit's call ended (its `call_ended` attempt) at or after `since`.
+    static func callEnded(_ db: any SQLConnection, visitID: VisitID, since: Date) throws -> Bool {
+        try db.queryOne("SELECT 1 AS ended FROM visit_attempts WHERE visit_id = ? AND kind = ? AND created_at >= ? LIMIT 1",
+                        .id(visitID), .text(AttemptKind.callEnded.rawValue), .date(since)) != nil
+    }
+
+    /// Whether the ring moved past its first step: someone declined, a step timed out, or
+    /// a later step rang.
+    static func ringMovedOn(_ db: any SQLConnection, visitID: VisitID) throws -> Bool {
+        try db.queryOne("""
+            SELECT 1 AS moved FROM visit_attempts
+            WHERE visit_id = ? AND (kind IN ('decline', 'timeout') OR (kind = 'ring' AND step > 0)) LIMIT 1
+            """, .id(visitID)) != nil
+    }
+
     /// Inserts a visit just created at the gate, ringing.
     static func insert(_ db: any SQLConnection, _ visit: NewVisit, at now: Date) throws {
         let request = visit.request
