@@ -17,7 +17,7 @@ enum PushBench {
             OutgoingPush(pushID: UUID().uuidString.lowercased(), kind: name == "apns" ? .visitRing : .visitRing, platform: platform,
                          tokenKind: name == "apns" ? .voip : .push, token: token,
                          message: PushMessage(visitID: UUID().uuidString.lowercased(), callerName: "Visitante \(index)", unitLabel: "A-101",
-                                              visitKind: "visit", geofence: .init(status: "at_entrance", distanceM: 10)),
+                                              visitKind: .visit, geofence: GeofenceResult(status: .atEntrance, distanceM: 10)),
                          deadline: Date().addingTimeInterval(60))
         }
         // Warm-up: TLS handshake, provider token / OAuth token.

@@ -59,6 +59,19 @@ public struct RingPush: Sendable, Equatable {
     /// The per-push capability `POST /v1/push/{push_id}/ack` accepts instead of a bearer;
     /// nil from a server older than decision 0016.
     public var ackToken: String?
+
+    public init(pushID: String, visitID: String, callerName: String, unitLabel: String, kind: VisitKind, geofence: GeofenceResult,
+                expiresAt: Date? = nil, carrier: String? = nil, ackToken: String? = nil) {
+        self.pushID = pushID
+        self.visitID = visitID
+        self.callerName = callerName
+        self.unitLabel = unitLabel
+        self.kind = kind
+        self.geofence = geofence
+        self.expiresAt = expiresAt
+        self.carrier = carrier
+        self.ackToken = ackToken
+    }
 }
 
 /// `delivery`: an actionable notification for a courier.
@@ -74,6 +87,18 @@ public struct DeliveryPush: Sendable, Equatable {
     public var geofence: GeofenceResult?
     /// The per-push acknowledgement capability (see `RingPush.ackToken`).
     public var ackToken: String?
+
+    public init(pushID: String, visitID: String, callerName: String, unitLabel: String, carrier: String? = nil,
+                expiresAt: Date? = nil, geofence: GeofenceResult? = nil, ackToken: String? = nil) {
+        self.pushID = pushID
+        self.visitID = visitID
+        self.callerName = callerName
+        self.unitLabel = unitLabel
+        self.carrier = carrier
+        self.expiresAt = expiresAt
+        self.geofence = geofence
+        self.ackToken = ackToken
+    }
 }
 
 /// `delivery.resolved`: what replaces a delivery notification once it was decided
@@ -93,6 +118,19 @@ public struct DeliveryResolvedPush: Sendable, Equatable {
     /// The per-push acknowledgement capability, when the server sends one.
     public var ackToken: String?
 
+    public init(pushID: String, visitID: String, unitLabel: String, action: ResolutionAction? = nil, resolvedByName: String? = nil,
+                resolvedAt: Date? = nil, via: ResolutionChannel? = nil, text: String, ackToken: String? = nil) {
+        self.pushID = pushID
+        self.visitID = visitID
+        self.unitLabel = unitLabel
+        self.action = action
+        self.resolvedByName = resolvedByName
+        self.resolvedAt = resolvedAt
+        self.via = via
+        self.text = text
+        self.ackToken = ackToken
+    }
+
     /// The unit's delivery rule decided; nobody was asked.
     public var isAutomatic: Bool { via == .auto }
 }
@@ -105,6 +143,13 @@ public struct RingCancelledPush: Sendable, Equatable {
     public var reason: RingCancelReason?
     /// The per-push acknowledgement capability (see `RingPush.ackToken`).
     public var ackToken: String?
+
+    public init(pushID: String, visitID: String, reason: RingCancelReason? = nil, ackToken: String? = nil) {
+        self.pushID = pushID
+        self.visitID = visitID
+        self.reason = reason
+        self.ackToken = ackToken
+    }
 }
 
 /// Everything `POST /v1/push/{push_id}/ack` needs without a session: the push's id and

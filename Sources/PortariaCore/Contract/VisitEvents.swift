@@ -73,13 +73,16 @@ public struct VisitEventData: Sendable, Equatable, Codable {
     /// `visit.ringing`: when this step stops ringing, and when the whole ring window ends.
     public var stepExpiresAt: Date?
     public var ringDeadline: Date?
+    /// `visit.resolved` by the unit's delivery rule (`via: auto`): the residents to inform,
+    /// since nobody was asked.
+    public var notifyUserIDs: [String]?
 
     public init(visitID: String, unitID: String? = nil, unitLabel: String? = nil, kind: VisitKind? = nil,
                 status: VisitStatus? = nil, userIDs: [String]? = nil, reason: RingCancelReason? = nil,
                 answeredBy: PersonRef? = nil, by: PersonRef? = nil, deviceID: String? = nil,
                 action: ResolutionAction? = nil, at: Date? = nil, via: ResolutionChannel? = nil, step: Int? = nil,
                 visitorName: String? = nil, carrier: String? = nil, geofence: GeofenceResult? = nil,
-                stepExpiresAt: Date? = nil, ringDeadline: Date? = nil) {
+                stepExpiresAt: Date? = nil, ringDeadline: Date? = nil, notifyUserIDs: [String]? = nil) {
         self.visitID = visitID
         self.unitID = unitID
         self.unitLabel = unitLabel
@@ -99,13 +102,14 @@ public struct VisitEventData: Sendable, Equatable, Codable {
         self.geofence = geofence
         self.stepExpiresAt = stepExpiresAt
         self.ringDeadline = ringDeadline
+        self.notifyUserIDs = notifyUserIDs
     }
 
     enum CodingKeys: String, CodingKey {
         case visitID = "visit_id", unitID = "unit_id", unitLabel = "unit_label", kind, status
         case userIDs = "user_ids", reason, answeredBy = "answered_by", by, deviceID = "device_id"
         case action, at, via, step, visitorName = "visitor_name", carrier, geofence
-        case stepExpiresAt = "step_expires_at", ringDeadline = "ring_deadline"
+        case stepExpiresAt = "step_expires_at", ringDeadline = "ring_deadline", notifyUserIDs = "notify_user_ids"
     }
 
     // Lenient on the optional members: a value this version cannot read (a new reason,
@@ -131,6 +135,7 @@ public struct VisitEventData: Sendable, Equatable, Codable {
         geofence = try? container.decodeIfPresent(GeofenceResult.self, forKey: .geofence)
         stepExpiresAt = try? container.decodeIfPresent(Date.self, forKey: .stepExpiresAt)
         ringDeadline = try? container.decodeIfPresent(Date.self, forKey: .ringDeadline)
+        notifyUserIDs = try? container.decodeIfPresent([String].self, forKey: .notifyUserIDs)
     }
 
     /// The resolution a `visit.resolved` event carries.

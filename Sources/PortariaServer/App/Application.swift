@@ -68,6 +68,8 @@ public final class Application: Sendable {
         iceServers = try Self.iceServers(configuration, log: log)
         visits = VisitsModule(database: database, authenticator: authenticator,
                               configuration: Self.visitsConfiguration(configuration), log: log)
+        // The push jobs a visit event calls for are written in the event's own transaction.
+        visits.bus.listen(VisitPushes(handOff: push.handOff))
         let feed = try Self.realtimeFeed(configuration, database: database, hub: webSockets, relayOnly: !iceServers.allowsDirect,
                                      visits: visits.bus, log: log)
         realtime = feed
@@ -82,7 +84,10 @@ public final class Application: Sendable {
         // Ring and cancel jobs were written with the events; deliver them now rather than
         // at the worker's next poll.
         let pushWake = BusRelay(bus: visits.bus) { [worker = push.worker] event in
-            if event.type == "visit.ringing" || event.type == "visit.ring_cancelled" { worker.wake() }
+            switch event.visitEventType {
+            case .ringing?, .ringCancelled?: worker.wake()
+            default: break
+            }
         }
         lifecycle = Lifecycle(Self.components(storage: storage, push: push, runsPushWorker: configuration.runsPushWorker,
                                               pushWake: pushWake, auth: auth, visits: visits, server: server,
@@ -157,6 +162,8 @@ public final class Application: Sendable {
         let providers: PushProviders
         let shutdownProviders: @Sendable () -> Void
         let worker: PushWorker
+        /// The worker as the gate POST's transaction sees it (decision 0058).
+        let handOff = PushHandOff()
 
         init(_ configuration: ServerConfiguration, database: any SQLDatabase, secretsKey: SecretsKey?, instance: InstanceName?,
              log: Log) async throws {
@@ -263,7 +270,7 @@ public final class Application: Sendable {
                            listener: PostgresListener?, feed: RealtimeFeed) -> [LifecycleComponent] {
         let memoryTrimmer = MemoryTrimmer()
         let worker = push.worker
-        let pushHandOff = visits.service.pushHandOff
+        let pushHandOff = push.handOff
         return [
             LifecycleComponent("database", stop: { await storage.close() }),
             LifecycleComponent("push providers", stop: push.shutdownProviders),

@@ -19,33 +19,18 @@ public enum PushKind: String, Sendable, Codable, CaseIterable {
     case test
 }
 
-/// What the event wants the phone to know, independent of the provider. Rendered into an
-/// APNs payload or FCM data message at send time, so a job queued before a deploy still
-/// renders with the code that sends it.
+/// What the event wants the phone to know, independent of the provider. Stored with the
+/// job and rendered into the apps' payload types (`PushPayload`) at send time, so a job
+/// queued before a deploy still renders with the code that sends it.
 public struct PushMessage: Codable, Sendable, Equatable {
-    public struct Geofence: Codable, Sendable, Equatable {
-        /// `at_entrance`, `away` or `unknown`.
-        public var status: String
-        public var distanceM: Double?
-        public init(status: String, distanceM: Double? = nil) {
-            self.status = status
-            self.distanceM = distanceM
-        }
-        enum CodingKeys: String, CodingKey {
-            case status
-            case distanceM = "distance_m"
-        }
-    }
-
     public var visitID: String?
     public var callerName: String?
     public var unitLabel: String?
-    /// `visit` or `delivery`.
-    public var visitKind: String?
+    public var visitKind: VisitKind?
     public var carrier: String?
-    public var geofence: Geofence?
-    /// For `ring_cancelled`: `answered_elsewhere`, `resolved`, `expired`.
-    public var reason: String?
+    public var geofence: GeofenceResult?
+    /// For `ring_cancelled`.
+    public var reason: RingCancelReason?
     /// Free text for `test` pushes.
     public var text: String?
     /// For `delivery_resolved` / `automatic_resolution`: who decided what, when.
@@ -53,8 +38,8 @@ public struct PushMessage: Codable, Sendable, Equatable {
     /// The company's IANA time zone, so a sentence says 14:32 where the building is.
     public var timeZone: String?
 
-    public init(visitID: String? = nil, callerName: String? = nil, unitLabel: String? = nil, visitKind: String? = nil,
-                carrier: String? = nil, geofence: Geofence? = nil, reason: String? = nil, text: String? = nil,
+    public init(visitID: String? = nil, callerName: String? = nil, unitLabel: String? = nil, visitKind: VisitKind? = nil,
+                carrier: String? = nil, geofence: GeofenceResult? = nil, reason: RingCancelReason? = nil, text: String? = nil,
                 resolution: VisitResolution? = nil, timeZone: String? = nil) {
         self.visitID = visitID
         self.callerName = callerName
@@ -115,6 +100,44 @@ public struct OutgoingPush: Sendable, Equatable {
         self.deadline = deadline
         self.attempt = attempt
     }
+}
+
+extension OutgoingPush {
+    /// The payload the apps decode for this push, with the values `shape` carries: an APNs
+    /// delivery alert shows its text and carries neither deadline nor geofence, and the
+    /// APNs test push says its text in `aps`; a data message carries everything, since
+    /// the app builds the notification itself.
+    public func payload(_ shape: PushPayloadShape) -> PushPayload {
+        let m = message
+        let visitID = m.visitID ?? ""
+        switch kind {
+        case .visitRing:
+            return .ring(RingPush(pushID: pushID, visitID: visitID, callerName: Self.name(m.callerName ?? "Visitante"),
+                                  unitLabel: m.unitLabel ?? "", kind: m.visitKind ?? .visit, geofence: m.geofence ?? .unknown,
+                                  expiresAt: deadline, carrier: m.carrier, ackToken: ackToken))
+        case .ringCancelled:
+            return .ringCancelled(RingCancelledPush(pushID: pushID, visitID: visitID, reason: m.reason ?? .resolved, ackToken: ackToken))
+        case .delivery:
+            let data = shape == .data
+            return .delivery(DeliveryPush(pushID: pushID, visitID: visitID, callerName: Self.name(m.callerName ?? (data ? "Visitante" : "")),
+                                          unitLabel: m.unitLabel ?? "", carrier: m.carrier, expiresAt: data ? deadline : nil,
+                                          geofence: data ? m.geofence ?? .unknown : nil, ackToken: ackToken))
+        case .deliveryResolved, .automaticResolution:
+            let resolution = m.resolution
+            return .deliveryResolved(DeliveryResolvedPush(
+                pushID: pushID, visitID: visitID, unitLabel: m.unitLabel ?? "", action: resolution?.action,
+                resolvedByName: resolution.flatMap { $0.via == .auto ? nil : Self.name($0.by.name) },
+                resolvedAt: resolution?.at, via: resolution?.via, text: m.resolutionNotice ?? "Entrega resolvida", ackToken: ackToken))
+        case .test:
+            return .test(pushID: pushID, text: shape == .data ? m.text ?? Self.testText : nil, ackToken: ackToken)
+        }
+    }
+
+    /// What a test push says when `portaria admin push-test` gave no text.
+    static let testText = "Se você vê isto, as notificações chegam."
+
+    /// A person's name as a payload carries it: at most 200 characters.
+    static func name(_ text: String) -> String { String(text.prefix(200)) }
 }
 
 /// A provider's answer, reduced to what the outbox must do next.

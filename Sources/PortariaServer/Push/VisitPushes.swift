@@ -4,58 +4,60 @@ import PortariaCore
 /// Turns visit events into push jobs, inside the transaction that appends the events: a
 /// ring and the pushes that make phones ring commit together or not at all (docs/contract.md §1
 /// "push jobs live in a durable outbox written in the same transaction as the visit").
-enum VisitPushes {
-    /// Writes the jobs `events` call for; returns how many (so the caller can wake the worker).
+/// Registered on the visits' `EventBus` when the application is assembled (decision 0100).
+public struct VisitPushes: VisitEventListener {
+    /// This instance's push worker, for the gate POST's first rings (decision 0058).
+    let handOff: PushHandOff
+
+    public init(handOff: PushHandOff = PushHandOff()) {
+        self.handOff = handOff
+    }
+
+    public func eventsAppended(_ events: [EventRecord], in db: any SQLConnection, at: Date) throws {
+        // The gate POST's transaction is the one that creates the visit: its first rings
+        // (appended after `visit.created`) are claimed in it and sent as it commits.
+        if events.contains(where: { $0.visitEventType == .created }) { PushOutbox.handOff(db, to: handOff) }
+        try Self.enqueue(db, for: events, at: at)
+    }
+
+    /// Writes the jobs `events` call for; returns how many.
     @discardableResult
     static func enqueue(_ db: any SQLConnection, for events: [EventRecord], at: Date) throws -> Int {
         var written = 0
         // The device that answered (same transaction): its own user's *other* phones must
         // stop ringing too, so the answering user stays in the cancellation, minus that device.
-        let answered = events.first { $0.type == "visit.answered" }
+        let answered = events.first { $0.visitEventType == .answered }?.visitData
         for event in events {
-            guard let visitID = event.visitID else { continue }
-            let data = event.data
-            let users = data["user_ids"].flatMap { value -> [String]? in
-                if case .array(let ids) = value { return ids.compactMap(\.stringValue) }
-                return nil
-            } ?? []
-            switch event.type {
-            case "visit.ringing":
-                let kind = data["kind"]?.stringValue ?? "visit"
+            guard let visitID = event.visitID, let type = event.visitEventType, let data = event.visitData else { continue }
+            let users = data.userIDs ?? []
+            switch type {
+            case .ringing:
+                let kind = data.kind ?? .visit
                 // A ring is pointless once its step is over: the next resident is rung
                 // instead, and a late call would ring after someone else answered.
-                let deadline = (data["step_expires_at"]?.stringValue).flatMap(Timestamp.parse)
-                    ?? (data["ring_deadline"]?.stringValue).flatMap(Timestamp.parse) ?? at.addingTimeInterval(60)
-                var geofence: PushMessage.Geofence?
-                if let status = data["geofence"]?["status"]?.stringValue {
-                    var distance: Double?
-                    if case .number(let meters) = data["geofence"]?["distance_m"] { distance = meters }
-                    geofence = PushMessage.Geofence(status: status, distanceM: distance)
-                }
-                let message = PushMessage(visitID: visitID, callerName: data["visitor_name"]?.stringValue,
-                                          unitLabel: data["unit_label"]?.stringValue, visitKind: kind,
-                                          carrier: try carrier(db, visitID: visitID), geofence: geofence)
+                let deadline = data.stepExpiresAt ?? data.ringDeadline ?? at.addingTimeInterval(60)
+                let message = PushMessage(visitID: visitID, callerName: data.visitorName, unitLabel: data.unitLabel, visitKind: kind,
+                                          carrier: try carrier(db, visitID: visitID), geofence: data.geofence)
                 // A courier is an actionable notification (authorize / leave at the
                 // concierge / refuse), not a call.
-                written += try PushOutbox.enqueue(db, PushRequest(userIDs: users, kind: kind == "delivery" ? .delivery : .visitRing,
+                written += try PushOutbox.enqueue(db, PushRequest(userIDs: users, kind: kind == .delivery ? .delivery : .visitRing,
                                                                   message: message, deadline: max(deadline, at.addingTimeInterval(5))),
                                                   now: at).count
-            case "visit.ring_cancelled":
+            case .ringCancelled:
                 // Rings not yet handed to a provider are simply dropped; phones already
                 // ringing get a cancellation (a VoIP push can only mean "ring now").
                 try PushOutbox.cancelPending(db, visitID: visitID, kinds: [.visitRing, .delivery],
-                                             reason: data["reason"]?.stringValue ?? "cancelled")
-                let message = PushMessage(visitID: visitID, unitLabel: data["unit_label"]?.stringValue,
-                                          visitKind: data["kind"]?.stringValue, reason: data["reason"]?.stringValue)
+                                             reason: data.reason?.rawValue ?? "cancelled")
+                let message = PushMessage(visitID: visitID, unitLabel: data.unitLabel, visitKind: data.kind, reason: data.reason)
                 var cancel = PushRequest(userIDs: users, kind: .ringCancelled, message: message, deadline: at.addingTimeInterval(120))
-                if data["reason"]?.stringValue == "answered_elsewhere", let answerer = data["answered_by"]?["id"]?.stringValue {
+                if data.reason == .answeredElsewhere, let answerer = data.answeredBy?.id {
                     if !cancel.userIDs.contains(answerer) { cancel.userIDs.append(answerer) }
-                    if let device = answered?.data["device_id"]?.stringValue { cancel.excludedInstallations = [device] }
+                    if let device = answered?.deviceID { cancel.excludedInstallations = [device] }
                 }
                 written += try PushOutbox.enqueue(db, cancel, now: at).count
-            case "visit.resolved" where data["kind"]?.stringValue == "delivery":
+            case .resolved where data.kind == .delivery:
                 written += try enqueueResolutionNotice(db, visitID: visitID, data: data, at: at)
-            default:
+            case .created, .answered, .declined, .unanswered, .resolved, .cancelled, .expired, .photoAdded, .voiceMessageAdded:
                 continue
             }
         }
@@ -70,11 +72,10 @@ enum VisitPushes {
     /// replacing one without actions ("Maria autorizou às 14:32"), except the resolver;
     /// an automatic decision is announced to every resident to notify (`notify_user_ids`)
     /// as well, since nobody was asked.
-    private static func enqueueResolutionNotice(_ db: any SQLConnection, visitID: String, data: JSONValue, at: Date) throws -> Int {
-        guard let action = data["action"]?.stringValue.flatMap(ResolutionAction.init(rawValue:)),
-              let via = data["via"]?.stringValue.flatMap(ResolutionChannel.init(rawValue:)) else { return 0 }
-        let resolvedAt = (data["at"]?.stringValue).flatMap(Timestamp.parse) ?? at
-        let by = PersonRef(id: data["by"]?["id"]?.stringValue ?? "", name: data["by"]?["name"]?.stringValue ?? "")
+    private static func enqueueResolutionNotice(_ db: any SQLConnection, visitID: String, data: VisitEventData, at: Date) throws -> Int {
+        guard let action = data.action, let via = data.via else { return 0 }
+        let resolvedAt = data.at ?? at
+        let by = data.by ?? PersonRef(id: "", name: "")
         // Those whose alert may be on screen: a delivery job that was not withdrawn
         // before sending (the ring_cancelled of this same transaction withdrew the rest).
         var alerted: [String] = []
@@ -86,16 +87,13 @@ enum VisitPushes {
         let zone = try db.queryOne("""
             SELECT c.timezone FROM visits v JOIN companies c ON c.id = v.company_id WHERE v.id = ?
             """, .text(visitID))?.string("timezone")
-        let message = PushMessage(visitID: visitID, unitLabel: data["unit_label"]?.stringValue, visitKind: "delivery",
+        let message = PushMessage(visitID: visitID, unitLabel: data.unitLabel, visitKind: .delivery,
                                   resolution: VisitResolution(action: action, by: by, at: resolvedAt, via: via), timeZone: zone)
         let kind: PushKind
         var users: [String]
         if via == .auto {
             kind = .automaticResolution
-            users = data["notify_user_ids"].flatMap { value -> [String]? in
-                if case .array(let ids) = value { return ids.compactMap(\.stringValue) }
-                return nil
-            } ?? []
+            users = data.notifyUserIDs ?? []
             for user in alerted where !users.contains(user) { users.append(user) }
         } else {
             // The resolver's own tap already answered on their phone.

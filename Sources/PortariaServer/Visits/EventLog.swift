@@ -14,21 +14,30 @@ public struct EventRecord: Sendable, Equatable {
     public var companyID: String
     public var visitID: String?
     public var unitID: String?
+    /// What happened; nil only for a row whose type this build does not know (written by
+    /// a newer build sharing the database).
+    public var visitEventType: VisitEventType?
+    /// The type as the row spells it, which the realtime feed relays as written (so an
+    /// instance on an older build passes a newer type through untouched).
     public var type: String
+    /// The event's data as written: `VisitEventData`'s members and any detail beside them
+    /// (`ring_mode`, `notify_user_ids`), relayed to subscribers filtered, never rewritten.
     public var data: JSONValue
     public var createdAt: Date
 
-    public init(seq: Int64, companyID: String, visitID: String?, unitID: String?, type: String, data: JSONValue, createdAt: Date) {
-        self.init(sequence: EventSequence(seq), companyID: companyID, visitID: visitID, unitID: unitID, type: type,
+    public init(seq: Int64, companyID: String, visitID: String?, unitID: String?, type: VisitEventType, data: JSONValue, createdAt: Date) {
+        self.init(sequence: EventSequence(seq), companyID: companyID, visitID: visitID, unitID: unitID, typeName: type.rawValue,
                   data: data, createdAt: createdAt)
     }
 
-    init(sequence: EventSequence, companyID: String, visitID: String?, unitID: String?, type: String, data: JSONValue, createdAt: Date) {
+    init(sequence: EventSequence, companyID: String, visitID: String?, unitID: String?, typeName: String, data: JSONValue,
+         createdAt: Date) {
         self.sequence = sequence
         self.companyID = companyID
         self.visitID = visitID
         self.unitID = unitID
-        self.type = type
+        self.visitEventType = VisitEventType(rawValue: typeName)
+        self.type = typeName
         self.data = data
         self.createdAt = createdAt
     }
@@ -36,8 +45,11 @@ public struct EventRecord: Sendable, Equatable {
     /// Fills in the `seq` the insert returned, for every copy of this record.
     fileprivate func assignSeq(_ value: Int64) { sequence.assign(value) }
 
-    /// The visit event this row records; nil for a type this build does not know.
-    public var visitEventType: VisitEventType? { VisitEventType(rawValue: type) }
+    /// The data read as the contract's `VisitEventData`; nil when it names no visit.
+    public var visitData: VisitEventData? {
+        guard let text = try? JSONCoding.encoder().encode(data) else { return nil }
+        return try? JSONCoding.decoder().decode(VisitEventData.self, from: text)
+    }
 }
 
 /// An event about to be written in the current transaction.
@@ -71,19 +83,23 @@ enum EventLog {
     /// here — a gate POST's ring plan, pushes and answer no longer run while every other
     /// visit of the building waits (decision 0047). SQLite has a single writer: the lock
     /// is a no-op there, and the same deferred insert keeps one code path.
+    ///
+    /// The bus's listeners (`EventBus.listen`) get the records in this same transaction,
+    /// before COMMIT — the push outbox writes its jobs there (decision 0100).
     static func append(_ db: any SQLConnection, companyID: String, visitID: VisitID?, unitID: UnitID?,
-                       events: [PendingEvent], at: Date) throws -> [EventRecord] {
+                       events: [PendingEvent], at: Date, bus: EventBus) throws -> [EventRecord] {
         guard !events.isEmpty else { return [] }
         let batch = db.lastWork("events:" + companyID, make: { EventBatch(companyID: companyID) }) { batch, db in
             try batch.insert(db)
         }
         let records = events.map { event in
             EventRecord(sequence: EventSequence(0), companyID: companyID, visitID: visitID?.rawValue, unitID: unitID?.rawValue,
-                        type: event.type.rawValue, data: JSONValue.object(event.data), createdAt: at)
+                        typeName: event.type.rawValue, data: JSONValue.object(event.data), createdAt: at)
         }
         batch.records += records
-        // The pushes these events call for, in the same transaction (they need no `seq`).
-        try VisitPushes.enqueue(db, for: records, at: at)
+        // What other capabilities write about these events, in the same transaction
+        // (they need no `seq`).
+        try bus.appended(records, in: db, at: at)
         return records
     }
 
@@ -130,7 +146,7 @@ enum EventLog {
         let required = row.required
         let text = try required.string("data")
         let data = (try? JSONCoding.decoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .object([:])
-        return EventRecord(seq: try required.int("seq"), companyID: try required.string("company_id"),
+        return EventRecord(sequence: EventSequence(try required.int("seq")), companyID: try required.string("company_id"),
                            visitID: try row.string("visit_id"), unitID: try row.string("unit_id"),
-                           type: try required.string("type"), data: data, createdAt: try required.date("created_at"))
+                           typeName: try required.string("type"), data: data, createdAt: try required.date("created_at"))
     }}

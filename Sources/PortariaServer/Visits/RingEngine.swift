@@ -19,7 +19,7 @@ enum RingEngine {
     /// Plans the ring of a new visit and performs its first step at once, so the first
     /// ring is stored in the same transaction that creates the visit.
     static func start(_ db: any SQLConnection, row: VisitRow, targets: [PersonRef], stepSeconds: Int,
-                      windowSeconds: Int, at: Date) throws -> [EventRecord] {
+                      windowSeconds: Int, at: Date, bus: EventBus) throws -> [EventRecord] {
         let ids = targets.map(\.id)
         let steps: [[String]] = row.ringMode == .sequential ? ids.map { [$0] } : (ids.isEmpty ? [] : [ids])
         let stepsJSON = JSONValue.array(steps.map { .array($0.map(JSONValue.string)) }).jsonText
@@ -29,7 +29,7 @@ enum RingEngine {
             VALUES (?, ?, ?, 0, ?, ?, ?, ?)
             """, .id(row.id), .text(row.companyID), .text(stepsJSON), .integer(Int64(stepSeconds) * 1000),
                  .integer(now), .integer(now + Int64(windowSeconds) * 1000), .integer(now))
-        return try step(db, visitID: row.id, at: at)
+        return try step(db, visitID: row.id, at: at, bus: bus)
     }
 
     static func job(_ db: any SQLConnection, visitID: VisitID) throws -> Job? {
@@ -44,7 +44,7 @@ enum RingEngine {
 
     /// Claims one due job (SKIP LOCKED on PostgreSQL: another instance busy with a job
     /// is skipped, never waited for) and performs its step. Nil when nothing is due.
-    static func processDue(_ db: any SQLConnection, at: Date) throws -> [EventRecord]? {
+    static func processDue(_ db: any SQLConnection, at: Date, bus: EventBus) throws -> [EventRecord]? {
         guard let claimed = try db.queryOne("""
             SELECT j.visit_id FROM ring_jobs j JOIN visits v ON v.id = j.visit_id
             WHERE j.due_at <= ? ORDER BY j.due_at, j.visit_id LIMIT 1
@@ -54,11 +54,11 @@ enum RingEngine {
             try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .text(claimed))
             return []
         }
-        return try step(db, visitID: visitID, at: at)
+        return try step(db, visitID: visitID, at: at, bus: bus)
     }
 
     /// Performs whatever is due for one visit's ring: the next step, or the end of the window.
-    static func step(_ db: any SQLConnection, visitID: VisitID, at: Date) throws -> [EventRecord] {
+    static func step(_ db: any SQLConnection, visitID: VisitID, at: Date, bus: EventBus) throws -> [EventRecord] {
         guard let job = try job(db, visitID: visitID) else { return [] }
         guard let row = try VisitStore.load(db, id: visitID), row.status == .ringing else {
             try db.execute("DELETE FROM ring_jobs WHERE visit_id = ?", .id(visitID))
@@ -67,7 +67,7 @@ enum RingEngine {
         let now = ms(at)
         if now >= job.windowEndsAt {
             return try VisitEngine.apply(db, row: row, event: .windowClosed(at: at),
-                                         source: EventSource(channel: "scheduler"), at: at).events
+                                         source: EventSource(channel: "scheduler"), at: at, bus: bus).events
         }
         guard job.nextStep < job.steps.count else {
             // Everyone was rung; wait for the window to end.
@@ -105,7 +105,7 @@ enum RingEngine {
         try db.execute("UPDATE ring_jobs SET next_step = ?, due_at = ? WHERE visit_id = ?",
                        .integer(Int64(following)), .integer(max(due, job.dueAt)), .id(visitID))
         return try EventLog.append(db, companyID: row.companyID, visitID: visitID, unitID: row.unitID,
-                                   events: pending.map { VisitEngine.decorate($0, row: row, status: .ringing) }, at: at)
+                                   events: pending.map { VisitEngine.decorate($0, row: row, status: .ringing) }, at: at, bus: bus)
     }
 
     /// A resident declined: when everyone of the current step has declined, the ring
@@ -127,12 +127,12 @@ enum RingEngine {
     }
 
     /// Expires one visit unresolved past its 24 h (SKIP LOCKED, like ring jobs).
-    static func expireDue(_ db: any SQLConnection, at: Date) throws -> [EventRecord]? {
+    static func expireDue(_ db: any SQLConnection, at: Date, bus: EventBus) throws -> [EventRecord]? {
         guard let id = try db.queryOne("""
             SELECT id FROM visits WHERE expires_at <= ? AND status IN ('ringing', 'answered', 'unanswered')
             ORDER BY expires_at LIMIT 1
             """ + db.dialect.skipLocked, .integer(ms(at)))?.string("id").flatMap(VisitID.init(rawValue:)),
               let row = try VisitStore.load(db, id: id) else { return nil }
-        return try VisitEngine.apply(db, row: row, event: .expire(at: at), source: EventSource(channel: "scheduler"), at: at).events
+        return try VisitEngine.apply(db, row: row, event: .expire(at: at), source: EventSource(channel: "scheduler"), at: at, bus: bus).events
     }
 }

@@ -23,12 +23,13 @@ public actor RingScheduler {
     @discardableResult
     public func tick() async -> Int {
         var performed = 0
+        let bus = bus
         for work in [RingEngine.processDue, RingEngine.expireDue] {
             // Bounded, so one tick never starves the rest of the process.
             for _ in 0..<1000 {
                 let now = clock.now()
                 do {
-                    guard let events = try await database.write({ db in try work(db, now) }) else { break }
+                    guard let events = try await database.write({ db in try work(db, now, bus) }) else { break }
                     bus.publish(events)
                     performed += 1
                 } catch {

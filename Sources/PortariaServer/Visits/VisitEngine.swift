@@ -21,7 +21,7 @@ enum VisitEngine {
     /// `row` must be locked by the caller (`VisitStore.lock`). Throws
     /// `VisitTransitionError` when the state refuses the event; nothing is written then.
     static func apply(_ db: any SQLConnection, row: VisitRow, event: VisitEvent, source: EventSource,
-                      at: Date, extra: [PendingEvent] = []) throws -> Outcome {
+                      at: Date, extra: [PendingEvent] = [], bus: EventBus) throws -> Outcome {
         var machine = row.machine
         let actions = try machine.handle(event)
         var pending: [PendingEvent] = []
@@ -100,7 +100,7 @@ enum VisitEngine {
             """, .text(status.rawValue), .date(at), .optional(answered?.0.id), .optional(answered?.0.name),
                  answered.map { .date($0.1) } ?? .null, .bool(ringStopped), .id(row.id))
         let events = try EventLog.append(db, companyID: row.companyID, visitID: row.id, unitID: row.unitID,
-                                         events: (pending + extra).map { decorate($0, row: row, status: status) }, at: at)
+                                         events: (pending + extra).map { decorate($0, row: row, status: status) }, at: at, bus: bus)
         var after = row
         after.status = status
         after.updatedAt = at

@@ -84,7 +84,7 @@ struct VisitRoutes {
             let body = try request.decode(ResolveVisitRequest.self)
             try require(body.via != .auto, field: "via", "via auto is reserved for the server")
             let visitID = try request.parameter("id", as: VisitID.self, notFound: "visit not found")
-            return Self.response(try await service.perform(.resolve, visitID: visitID, caller: caller, key: key, resolve: body, call: nil))
+            return Self.response(try await service.perform(.resolve(body), visitID: visitID, caller: caller, key: key))
         }
         for (action, route) in [(VisitService.CallAction.answer, APIRoutes.answerCall), (.decline, APIRoutes.declineCall)] {
             router.add(route) { request in
@@ -95,7 +95,7 @@ struct VisitRoutes {
                     try require(!device.isEmpty && device.utf8.count <= 128, field: "device_id", "device_id must be 1 to 128 characters")
                 }
                 let visitID = try request.parameter("id", as: VisitID.self, notFound: "visit not found")
-                return Self.response(try await service.perform(action, visitID: visitID, caller: caller, key: key, resolve: nil, call: body))
+                return Self.response(try await service.perform(.call(action, body), visitID: visitID, caller: caller, key: key))
             }
         }
 

@@ -44,6 +44,21 @@ struct VisitRow: Sendable {
 
 /// SQL of visits, shared by the service, the scheduler and the lists. Every function
 /// runs inside the caller's read or write closure.
+/// A visit as the gate creates it (`VisitStore.insert`).
+struct NewVisit: Sendable {
+    var id: VisitID
+    var companyID: String
+    var gateID: String
+    /// The validated request: unit, kind, names, location.
+    var request: CreateVisitRequest
+    var geofence: GeofenceResult
+    var rule: DeliveryRule
+    var mode: RingMode
+    var ringDeadline: Date
+    var visitorTokenHash: String
+    var expiresAt: Date
+}
+
 enum VisitStore {
     static let select = """
         SELECT v.id, v.company_id, c.timezone, v.unit_id, u.label AS unit_label, v.kind, v.visitor_name, v.carrier,
@@ -172,6 +187,68 @@ enum VisitStore {
               attempts: attempts, answeredBy: row.answeredBy, resolution: row.resolution,
               ringDeadline: row.status == .ringing ? row.ringDeadline : nil, expiresAt: row.expiresAt,
               createdAt: row.createdAt, updatedAt: row.updatedAt)
+    }
+
+    /// Newest first from the company's visits (of `units` only, unless nil), keyset-paged
+    /// after `(created_at ms, id)`; at most `limit` rows.
+    static func page(_ db: any SQLConnection, companyID: String, units: [String]?, filter: VisitService.ListFilter?,
+                     after: (Int64, String)?, limit: Int) throws -> [VisitRow] {
+        var sql = select + " WHERE v.company_id = ?"
+        var parameters: [SQLValue] = [.text(companyID)]
+        if let units {
+            sql += " AND v.unit_id IN (" + units.map { _ in "?" }.joined(separator: ", ") + ")"
+            parameters += units.map(SQLValue.text)
+        }
+        switch filter {
+        case .pending: sql += " AND v.status = 'unanswered'"
+        case .history: sql += " AND v.status <> 'unanswered'"
+        case nil: break
+        }
+        if let (ms, id) = after {
+            sql += " AND (v.created_at < ? OR (v.created_at = ? AND v.id < ?))"
+            parameters += [.integer(ms), .integer(ms), .text(id)]
+        }
+        sql += " ORDER BY v.created_at DESC, v.id DESC LIMIT ?"
+        parameters.append(.integer(Int64(limit)))
+        return try db.query(sql, parameters).map(row)
+    }
+
+    /// The company and unit a visit belongs to (who may see it); nil when there is no such visit.
+    static func place(_ db: any SQLConnection, id: VisitID) throws -> (companyID: String, unitID: UnitID)? {
+        guard let row = try db.queryOne("SELECT company_id, unit_id FROM visits WHERE id = ?", .id(id)) else { return nil }
+        return (try row.required.string("company_id"), try row.required.id("unit_id"))
+    }
+
+    /// Whether the visit's call ended (its `call_ended` attempt) at or after `since`.
+    static func callEnded(_ db: any SQLConnection, visitID: VisitID, since: Date) throws -> Bool {
+        try db.queryOne("SELECT 1 AS ended FROM visit_attempts WHERE visit_id = ? AND kind = ? AND created_at >= ? LIMIT 1",
+                        .id(visitID), .text(AttemptKind.callEnded.rawValue), .date(since)) != nil
+    }
+
+    /// Whether the ring moved past its first step: someone declined, a step timed out, or
+    /// a later step rang.
+    static func ringMovedOn(_ db: any SQLConnection, visitID: VisitID) throws -> Bool {
+        try db.queryOne("""
+            SELECT 1 AS moved FROM visit_attempts
+            WHERE visit_id = ? AND (kind IN ('decline', 'timeout') OR (kind = 'ring' AND step > 0)) LIMIT 1
+            """, .id(visitID)) != nil
+    }
+
+    /// Inserts a visit just created at the gate, ringing.
+    static func insert(_ db: any SQLConnection, _ visit: NewVisit, at now: Date) throws {
+        let request = visit.request
+        try db.execute("""
+            INSERT INTO visits (id, company_id, unit_id, gate_id, kind, visitor_name, carrier, status,
+                location_lat, location_lon, location_accuracy_m, geofence_status, geofence_distance_m,
+                delivery_rule, ring_mode, ring_deadline, visitor_token_hash, expires_at, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 'ringing', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, .id(visit.id), .text(visit.companyID), .text(request.unitID), .text(visit.gateID), .text(request.kind.rawValue),
+                 .text(request.visitorName), .optional(request.carrier),
+                 request.location.map { .real($0.lat) } ?? .null, request.location.map { .real($0.lon) } ?? .null,
+                 request.location.map { .real($0.accuracyM) } ?? .null,
+                 .text(visit.geofence.status.rawValue), visit.geofence.distanceM.map { .integer(Int64($0)) } ?? .null,
+                 .text(visit.rule.rawValue), .text(visit.mode.rawValue), .date(visit.ringDeadline),
+                 .text(visit.visitorTokenHash), .date(visit.expiresAt), .date(now), .date(now))
     }
 
     static func insertAttempt(_ db: any SQLConnection, visitID: VisitID, kind: AttemptKind, user: PersonRef? = nil,

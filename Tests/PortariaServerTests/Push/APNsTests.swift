@@ -75,11 +75,11 @@ struct APNsTests {
             try await fixture.register("maria")
             let maria = try await fixture.userID("maria")
             var message = ringMessage()
-            message.visitKind = "delivery"
+            message.visitKind = .delivery
             message.carrier = "iFood"
             let delivery = try await fixture.enqueue(PushRequest(userID: maria, kind: .delivery, message: message, deadline: Date().addingTimeInterval(60)))
             var cancel = ringMessage()
-            cancel.reason = "answered_elsewhere"
+            cancel.reason = .answeredElsewhere
             let cancelled = try await fixture.enqueue(PushRequest(userID: maria, kind: .ringCancelled, message: cancel, deadline: Date().addingTimeInterval(60)))
             worker.wake()
             let rows = try await waitForJobs(fixture.database, (delivery + cancelled).map(\.pushID))

@@ -251,7 +251,7 @@ struct IPhonePushTests {
     @Test("delivery alert text: carrier and name, either alone, or neither")
     func deliveryAlertText() {
         func body(carrier: String?, name: String?) -> String {
-            APNsProvider.deliveryBody(PushMessage(visitID: "v", callerName: name, unitLabel: "A-101", visitKind: "delivery", carrier: carrier))
+            APNsProvider.deliveryBody(PushMessage(visitID: "v", callerName: name, unitLabel: "A-101", visitKind: .delivery, carrier: carrier))
         }
         #expect(body(carrier: "iFood", name: "Rafael") == "iFood — Rafael está na portaria")
         #expect(body(carrier: nil, name: "Rafael") == "Rafael está na portaria")

@@ -13,7 +13,7 @@ struct PushConnectionTests {
     static func ring(_ token: String, _ index: Int) -> OutgoingPush {
         OutgoingPush(pushID: UUID().uuidString.lowercased(), kind: .visitRing, platform: "ios", tokenKind: .voip, token: token,
                      message: PushMessage(visitID: UUID().uuidString.lowercased(), callerName: "Visitante \(index)",
-                                          unitLabel: "A-101", visitKind: "visit"),
+                                          unitLabel: "A-101", visitKind: .visit),
                      deadline: Date().addingTimeInterval(120))
     }
 

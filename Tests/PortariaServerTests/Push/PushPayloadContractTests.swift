@@ -48,8 +48,8 @@ struct PushPayloadContractTests {
         let providers = try await Providers.make()
         defer { providers.stop() }
         let push = OutgoingPush(pushID: "p-1", kind: .visitRing, platform: "ios", tokenKind: .voip, token: hexToken(),
-                                message: PushMessage(visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", visitKind: "visit",
-                                                     geofence: .init(status: "away", distanceM: 339.6)),
+                                message: PushMessage(visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", visitKind: .visit,
+                                                     geofence: GeofenceResult(status: .away, distanceM: 340)),
                                 deadline: Self.deadline)
         let expected = PushPayload.ring(RingPush(pushID: "p-1", visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", kind: .visit,
                                                  geofence: GeofenceResult(status: .away, distanceM: 340), expiresAt: Self.deadline))
@@ -63,15 +63,15 @@ struct PushPayloadContractTests {
         let providers = try await Providers.make()
         defer { providers.stop() }
         let cancel = OutgoingPush(pushID: "p-2", kind: .ringCancelled, platform: "ios", tokenKind: .push, token: hexToken(),
-                                  message: PushMessage(visitID: "v-1", reason: "answered_elsewhere"), deadline: Self.deadline)
+                                  message: PushMessage(visitID: "v-1", reason: .answeredElsewhere), deadline: Self.deadline)
         let (apnsCancel, fcmCancel) = try providers.decodeBoth(cancel)
         let expectedCancel = PushPayload.ringCancelled(RingCancelledPush(pushID: "p-2", visitID: "v-1", reason: .answeredElsewhere))
         #expect(apnsCancel == expectedCancel)
         #expect(fcmCancel == expectedCancel)
 
         let delivery = OutgoingPush(pushID: "p-3", kind: .delivery, platform: "ios", tokenKind: .push, token: hexToken(),
-                                    message: PushMessage(visitID: "v-2", callerName: "João", unitLabel: "A-101", visitKind: "delivery",
-                                                         carrier: "Loggi", geofence: .init(status: "at_entrance", distanceM: 3)),
+                                    message: PushMessage(visitID: "v-2", callerName: "João", unitLabel: "A-101", visitKind: .delivery,
+                                                         carrier: "Loggi", geofence: GeofenceResult(status: .atEntrance, distanceM: 3)),
                                     deadline: Self.deadline)
         let (apnsDelivery, fcmDelivery) = try providers.decodeBoth(delivery)
         // APNs alerts carry what the notification shows; FCM data messages also the
@@ -99,7 +99,7 @@ struct PushPayloadContractTests {
              "Deixado na portaria automaticamente às 14:32"),
         ] {
             let push = OutgoingPush(pushID: "p-9", kind: kind, platform: "ios", tokenKind: .push, token: hexToken(),
-                                    message: PushMessage(visitID: "v-9", unitLabel: "A-101", visitKind: "delivery", resolution: resolution,
+                                    message: PushMessage(visitID: "v-9", unitLabel: "A-101", visitKind: .delivery, resolution: resolution,
                                                          timeZone: "America/Sao_Paulo"),
                                     deadline: Self.deadline)
             let expected = PushPayload.deliveryResolved(DeliveryResolvedPush(
@@ -111,8 +111,8 @@ struct PushPayloadContractTests {
             #expect(providers.apns.render(push).collapseID == "v-9")
         }
         let alertRing = OutgoingPush(pushID: "p-1", kind: .visitRing, platform: "ios", tokenKind: .push, token: hexToken(),
-                                     message: PushMessage(visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", visitKind: "visit",
-                                                          geofence: .init(status: "away", distanceM: 339.6)),
+                                     message: PushMessage(visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", visitKind: .visit,
+                                                          geofence: GeofenceResult(status: .away, distanceM: 340)),
                                      deadline: Self.deadline)
         let expected = PushPayload.ring(RingPush(pushID: "p-1", visitID: "v-1", callerName: "Pedro", unitLabel: "A-101", kind: .visit,
                                                  geofence: GeofenceResult(status: .away, distanceM: 340), expiresAt: Self.deadline))

@@ -76,8 +76,8 @@ struct PushFixture {
 
 /// The ring of the demo (docs/contract.md §6): a visitor at A-101.
 func ringMessage(visitID: String = UUID().uuidString.lowercased()) -> PushMessage {
-    PushMessage(visitID: visitID, callerName: "Carlos Entregador", unitLabel: "A-101", visitKind: "visit",
-                geofence: .init(status: "at_entrance", distanceM: 12))
+    PushMessage(visitID: visitID, callerName: "Carlos Entregador", unitLabel: "A-101", visitKind: .visit,
+                geofence: GeofenceResult(status: .atEntrance, distanceM: 12))
 }
 
 /// A provider that counts what it is asked to send; answers with `outcome`.

@@ -19,13 +19,15 @@ struct VisitPushesTests {
                                                                                  pushToken: hexToken(), voipToken: hexToken()))
             }
             let at = Date()
-            func event(_ type: String, _ data: [String: JSONValue]) -> EventRecord {
-                EventRecord(seq: 1, companyID: "c", visitID: "visit-1", unitID: "u", type: type, data: .object(data), createdAt: at)
+            func event(_ type: VisitEventType, _ data: [String: JSONValue]) -> EventRecord {
+                var data = data
+                data["visit_id"] = "visit-1"
+                return EventRecord(seq: 1, companyID: "c", visitID: "visit-1", unitID: "u", type: type, data: .object(data), createdAt: at)
             }
             let mariaRef: JSONValue = .object(["id": .string(maria), "name": .string("Maria Souza")])
             let events = [
-                event("visit.ring_cancelled", ["reason": "answered_elsewhere", "user_ids": .array([.string(joao)]), "answered_by": mariaRef]),
-                event("visit.answered", ["by": mariaRef, "device_id": "maria-iphone"]),
+                event(.ringCancelled, ["reason": "answered_elsewhere", "user_ids": .array([.string(joao)]), "answered_by": mariaRef]),
+                event(.answered, ["by": mariaRef, "device_id": "maria-iphone"]),
             ]
             try await database.write { db in _ = try VisitPushes.enqueue(db, for: events, at: at) }
             let cancelled = try await database.read { db in

@@ -69,7 +69,7 @@ struct EventOrderTests {
                         try await database.write { db in
                             _ = try EventLog.append(db, companyID: company, visitID: nil, unitID: nil,
                                                     events: [PendingEvent(type: .created, data: ["n": .number(Double(index))])],
-                                                    at: Date())
+                                                    at: Date(), bus: EventBus())
                             _ = db.lastWork("test:linger", make: { NSObject() }) { _, _ in
                                 usleep(UInt32.random(in: 0...20_000))
                             }

@@ -33,6 +33,8 @@ struct VisitsFixture: Sendable {
             configuration.dataDirectory = directory
             let module = VisitsModule(database: auth.storage.database, authenticator: auth.authenticator,
                                       configuration: configuration, clock: clock, beforeIdempotentWork: beforeIdempotentWork)
+            // As the application assembles it: push jobs written with the events.
+            module.bus.listen(VisitPushes())
             let router = Router()
             module.register(on: router)
             let server = HTTPServer(router: router)

@@ -116,23 +116,6 @@ public final class APNsProvider: PushProvider {
         return visitID
     }
 
-    /// The fields of a ring, the same in the VoIP push and the alert ring (one `RingPush`
-    /// for the app to decode): everything the call screen shows travels in the payload.
-    private static func ringFields(_ common: [String: JSONValue], _ push: OutgoingPush) -> [String: JSONValue] {
-        let m = push.message
-        var body = common
-        body["type"] = "visit.ring"
-        body["caller_name"] = .string(String((m.callerName ?? "Visitante").prefix(200)))
-        body["unit_label"] = .string(m.unitLabel ?? "")
-        body["kind"] = .string(m.visitKind ?? "visit")
-        body["expires_at"] = .string(Timestamp.format(push.deadline))
-        var geofence: [String: JSONValue] = ["status": .string(m.geofence?.status ?? "unknown")]
-        if let distance = m.geofence?.distanceM { geofence["distance_m"] = .number(distance.rounded()) }
-        body["geofence"] = .object(geofence)
-        if let carrier = m.carrier { body["carrier"] = .string(carrier) }
-        return body
-    }
-
     /// An alert someone must act on (the alert ring, a delivery): time-sensitive with sound,
     /// so it breaks through Focus; the category's buttons; `mutable-content`, without which
     /// no Notification Service Extension runs — no photo and no receipt, so push health
@@ -157,46 +140,33 @@ public final class APNsProvider: PushProvider {
     public func render(_ push: OutgoingPush) -> Rendered {
         let m = push.message
         let expiration = Int64(push.deadline.timeIntervalSince1970.rounded(.down))
-        var common: [String: JSONValue] = ["push_id": .string(push.pushID)]
-        // Beside `aps`, so the Notification Service Extension can acknowledge without a
-        // session (decision 0016).
-        if let ackToken = push.ackToken { common["ack_token"] = .string(ackToken) }
-        if let visit = m.visitID { common["visit_id"] = .string(visit) }
+        // The apps' payload type in APNs' shape; `ack_token` sits beside `aps`, so the
+        // Notification Service Extension can acknowledge without a session (decision 0016).
+        var body = push.payload(.apns).fields(.apns)
         switch push.kind {
         case .visitRing where push.tokenKind == .push:
             // An iPhone without a PushKit token (VoIP refused, old app): a time-sensitive
             // alert with sound breaks through Focus and the lock screen, which is the
             // nearest an alert gets to ringing. The VISIT category offers Atender / Negar;
             // the fields are the VoIP push's, so the app decodes it the same way.
-            let body = Self.ringFields(common, push)
-            let caller = String((m.callerName ?? "Visitante").prefix(200))
-            let badge = GeofenceResult(status: (m.geofence?.status).flatMap(GeofenceStatus.init(rawValue:)) ?? .unknown,
-                                       distanceM: (m.geofence?.distanceM).flatMap { $0.isFinite && abs($0) < 1e9 ? Int($0.rounded()) : nil }).badge
+            let caller = OutgoingPush.name(m.callerName ?? "Visitante")
+            let badge = (m.geofence ?? .unknown).badge
             return actionableAlert(body, title: "\(caller) está na portaria",
                                    text: "Visita para \(m.unitLabel ?? "sua unidade") · \(badge)",
                                    category: NotificationCategoryID.visit, visitID: m.visitID, expiration: expiration)
         case .visitRing:
             // PushKit: the app must report the call to CallKit before any network call,
             // so everything the call screen shows travels in the payload.
-            let body = Self.ringFields(common, push)
             return Rendered(pushType: "voip", topic: configuration.bundleID + ".voip", priority: 10, expiration: expiration,
                             payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.voipPayloadLimit)
         case .ringCancelled:
             // A VoIP push can only mean "ring now" (iOS kills apps that do not report a
             // call for one), so the cancellation is a background push. Apple requires
             // priority 5 for background pushes.
-            var body = common
-            body["type"] = "visit.ring_cancelled"
-            body["reason"] = .string(m.reason ?? "resolved")
             body["aps"] = .object(["content-available": .number(1)])
             return Rendered(pushType: "background", topic: configuration.bundleID, priority: 5, expiration: expiration,
                             payload: Array(JSONValue.object(body).jsonText.utf8), limit: Self.alertPayloadLimit)
         case .delivery:
-            var body = common
-            body["type"] = "delivery"
-            body["unit_label"] = .string(m.unitLabel ?? "")
-            body["caller_name"] = .string(String((m.callerName ?? "").prefix(200)))
-            if let carrier = m.carrier { body["carrier"] = .string(carrier) }
             // The category names the three actions the app registered (authorize,
             // leave_at_concierge, deny). A later "Maria autorizou às 14:32" (same collapse
             // id) replaces this alert.
@@ -207,19 +177,8 @@ public final class APNsProvider: PushProvider {
             // so nobody taps a decided delivery. Someone else's decision is passive (no
             // sound, no screen wake); an automatic one is announced as a normal alert,
             // since nobody was asked — but silently, the courier needs nobody.
-            var body = common
-            body["type"] = .string(PushPayloadType.deliveryResolved.rawValue)
-            body["unit_label"] = .string(m.unitLabel ?? "")
-            let text = m.resolutionNotice ?? "Entrega resolvida"
-            body["text"] = .string(text)
-            if let resolution = m.resolution {
-                body["action"] = .string(resolution.action.rawValue)
-                body["resolved_at"] = .string(Timestamp.format(resolution.at))
-                body["via"] = .string(resolution.via.rawValue)
-                if resolution.via != .auto { body["resolved_by_name"] = .string(String(resolution.by.name.prefix(200))) }
-            }
             body["aps"] = .object([
-                "alert": .object(["title": .string(Self.deliveryTitle(m)), "body": .string(text)]),
+                "alert": .object(["title": .string(Self.deliveryTitle(m)), "body": body["text"] ?? .null]),
                 "interruption-level": .string(push.kind == .deliveryResolved ? "passive" : "active"),
                 "mutable-content": .number(1),
             ])
@@ -228,10 +187,8 @@ public final class APNsProvider: PushProvider {
             rendered.collapseID = Self.collapseID(m.visitID)
             return rendered
         case .test:
-            var body = common
-            body["type"] = "test"
             body["aps"] = .object(["alert": .object(["title": "Portaria: teste de notificação",
-                                                     "body": .string(m.text ?? "Se você vê isto, as notificações chegam.")]),
+                                                     "body": .string(m.text ?? OutgoingPush.testText)]),
                                    "sound": "default",
                                    // The extension's receipt proves the whole chain, not just APNs.
                                    "mutable-content": .number(1)])

@@ -132,40 +132,7 @@ public final class FCMProvider: PushProvider {
     /// message and the Web Push payload (decision 0025) — with string values only, so the
     /// Android app and the service worker decode the same thing (`PushPayload`).
     public static func dataFields(_ push: OutgoingPush) -> [String: JSONValue] {
-        let m = push.message
-        var data: [String: JSONValue] = ["push_id": .string(push.pushID)]
-        if let ackToken = push.ackToken { data["ack_token"] = .string(ackToken) }
-        if let visit = m.visitID { data["visit_id"] = .string(visit) }
-        switch push.kind {
-        case .visitRing: data["type"] = "visit.ring"
-        case .ringCancelled: data["type"] = "visit.ring_cancelled"
-        case .delivery: data["type"] = "delivery"
-        case .deliveryResolved, .automaticResolution: data["type"] = .string(PushPayloadType.deliveryResolved.rawValue)
-        case .test: data["type"] = "test"
-        }
-        if push.kind == .visitRing || push.kind == .delivery {
-            data["caller_name"] = .string(String((m.callerName ?? "Visitante").prefix(200)))
-            data["unit_label"] = .string(m.unitLabel ?? "")
-            data["kind"] = .string(m.visitKind ?? (push.kind == .delivery ? "delivery" : "visit"))
-            data["expires_at"] = .string(Timestamp.format(push.deadline))
-            data["geofence_status"] = .string(m.geofence?.status ?? "unknown")
-            if let distance = m.geofence?.distanceM { data["geofence_distance_m"] = .string(String(Int(distance.rounded()))) }
-            if let carrier = m.carrier { data["carrier"] = .string(carrier) }
-        }
-        if push.kind == .ringCancelled { data["reason"] = .string(m.reason ?? "resolved") }
-        if push.kind == .test { data["text"] = .string(m.text ?? "Se você vê isto, as notificações chegam.") }
-        if push.kind == .deliveryResolved || push.kind == .automaticResolution {
-            // The app replaces the delivery notification (tag = visit id) with `text`.
-            data["unit_label"] = .string(m.unitLabel ?? "")
-            data["text"] = .string(m.resolutionNotice ?? "Entrega resolvida")
-            if let resolution = m.resolution {
-                data["action"] = .string(resolution.action.rawValue)
-                data["resolved_at"] = .string(Timestamp.format(resolution.at))
-                data["via"] = .string(resolution.via.rawValue)
-                if resolution.via != .auto { data["resolved_by_name"] = .string(String(resolution.by.name.prefix(200))) }
-            }
-        }
-        return data
+        push.payload(.data).fields(.data)
     }
 
     /// The `message` object: a data message (the app builds the CallStyle or actionable

@@ -37,12 +37,8 @@ public struct VAPIDKeys: Sendable {
         let fresh = try P256Key.generate().privatePEM()
         let context = Self.context
         let pem: [UInt8] = try await database.write { db in
-            // Two instances starting together keep the first one's key (ON CONFLICT).
-            try db.execute("""
-                INSERT INTO service_state (key, value, updated_at) VALUES ('vapid_private_key', ?, ?)
-                ON CONFLICT (key) DO NOTHING
-                """, .text(ServiceSecrets.store(Array(fresh.utf8), context: context, key: key)), .date(Date()))
-            let stored = try db.queryOne("SELECT value FROM service_state WHERE key = 'vapid_private_key'", [])?.string("value") ?? ""
+            let stored = try VAPIDKeyStore.keepFirst(db, wrapped: ServiceSecrets.store(Array(fresh.utf8), context: context, key: key),
+                                                     at: Date())
             // A plaintext key from an older database was wrapped by `ServiceSecrets.open`.
             return try ServiceSecrets.reveal(stored, context: context, key: key)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import PortariaCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,3 +86,62 @@ struct MediaStore: Sendable {
         String(component.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" }.map(Character.init))
     }
 }
+
+/// The two kinds of recorded media.
+public enum MediaKind: String, Sendable {
+    case photo
+    case voiceMessage = "voice_message"
+}
+
+/// A stored photo or voice message as its `visit_media` row records it.
+struct StoredMedia: Sendable {
+    var id: String
+    var visitID: VisitID
+    var kind: MediaKind
+    var contentType: String
+    var byteSize: Int
+    /// Voice messages only.
+    var durationMs: Int?
+    /// Relative to the data directory (`MediaStore.write`).
+    var path: String
+}
+
+/// The `visit_media` rows: which file is a visit's photo or voice message.
+extension MediaStore {
+    /// The file of a visit's photo or voice message; nil when it has none.
+    static func storedPath(_ db: any SQLConnection, visitID: VisitID, kind: MediaKind) throws -> String? {
+        try db.queryOne("SELECT path FROM visit_media WHERE visit_id = ? AND kind = ?", .id(visitID), .text(kind.rawValue))?.string("path")
+    }
+
+    /// Records `media` as its visit's photo or voice message, in place of any earlier one
+    /// (whose file the caller removes after the commit).
+    static func record(_ db: any SQLConnection, _ media: StoredMedia, at now: Date) throws {
+        try db.execute("DELETE FROM visit_media WHERE visit_id = ? AND kind = ?", .id(media.visitID), .text(media.kind.rawValue))
+        try db.execute("""
+            INSERT INTO visit_media (id, visit_id, kind, content_type, byte_size, duration_ms, path, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, .text(media.id), .id(media.visitID), .text(media.kind.rawValue), .text(media.contentType),
+                 .integer(Int64(media.byteSize)), media.durationMs.map { .integer(Int64($0)) } ?? .null,
+                 .text(media.path), .date(now))
+    }
+
+    /// Bytes of media a company's visitors stored in the 24 h before `now`.
+    static func bytesToday(_ db: any SQLConnection, companyID: String, now: Date) throws -> Int {
+        Int(try db.queryOne("""
+            SELECT COALESCE(SUM(m.byte_size), 0) AS bytes FROM visit_media m JOIN visits v ON v.id = m.visit_id
+            WHERE v.company_id = ? AND m.created_at > ?
+            """, .text(companyID), .date(now.addingTimeInterval(-86_400)))?.int("bytes") ?? 0)
+    }
+
+    /// A visit's photo or voice message with what decides who may see it.
+    static func file(_ db: any SQLConnection, visitID: VisitID, kind: MediaKind) throws
+        -> (contentType: String, path: String, companyID: String, unitID: UnitID)? {
+        guard let row = try db.queryOne("""
+            SELECT m.content_type, m.path, v.company_id, v.unit_id FROM visit_media m JOIN visits v ON v.id = m.visit_id
+            WHERE m.visit_id = ? AND m.kind = ?
+            """, .id(visitID), .text(kind.rawValue)), let path = try row.string("path") else { return nil }
+        return (try row.string("content_type") ?? "application/octet-stream", path,
+                try row.required.string("company_id"), try row.required.id("unit_id"))
+    }
+}
+
