@@ -1,5 +1,6 @@
 import Foundation
 import PortariaCore
+import PortariaTestSupport
 @testable import PortariaServer
 import Testing
 

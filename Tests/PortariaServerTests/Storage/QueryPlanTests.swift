@@ -97,7 +97,7 @@ struct QueryPlanTests {
         for path in ["/v1/visits", "/v1/visits?status=pending", "/v1/visits?status=history", "/v1/visits?limit=1"] {
             let reply = await f.call("GET", path, as: "maria", company: f.demo)
             #expect(reply.status == 200, "\(path): \(reply.status)")
-            if let cursor = reply.json["next_cursor"]?.stringValue {
+            if let cursor = reply.document["next_cursor"]?.stringValue {
                 #expect(await f.call("GET", path + (path.contains("?") ? "&" : "?") + "cursor=\(cursor)", as: "maria", company: f.demo).status == 200)
             }
         }
