@@ -206,7 +206,8 @@ struct CallMediaEndToEndTests {
 
     @Test("two residents tap Atender: the second's media, prepared at the tap, closes on the server's 409 without a frame; the call goes to the first")
     func answeredElsewhere() async throws {
-        try await TestServer.with(["--demo"]) { server in
+        // No TURN here: direct calls allowed, so the server offers calls at all (decision 0066).
+        try await TestServer.with(["--demo", "--calls-allow-direct"]) { server in
             let (visit, visitorToken) = try await R.ring(server)
             let visitor = try await CallSignalingTests.gatePage(server, visitorToken: visitorToken)
             let maria = try await Self.phone(server, deviceID: "maria-phone")
@@ -236,13 +237,13 @@ struct CallMediaEndToEndTests {
 
     @Test("the visitor hangs up: the server's call.ended closes the phone's media with 'O visitante encerrou a chamada'")
     func visitorHangsUp() async throws {
-        try await TestServer.with(["--demo"]) { server in
+        try await TestServer.with(["--demo", "--calls-allow-direct"]) { server in
             let (visit, visitorToken) = try await R.ring(server)
             let visitor = try await CallSignalingTests.gatePage(server, visitorToken: visitorToken)
             let phone = try await Self.phone(server, deviceID: "phone-2")
             defer { phone.reader.cancel() }
             await phone.media.start(visitID: visit)
-            #expect(phone.engine.state.withLock { $0.servers } == [[]], "no TURN configured: no ICE servers, the call goes on")
+            #expect(phone.engine.state.withLock { $0.servers } == [[]], "no TURN, direct calls allowed: no ICE servers, the call goes on")
             try await Self.answer(phone, visit: visit, deviceID: "phone-2")
             _ = try await Self.offer(visitor, visit: visit)
 
@@ -253,6 +254,21 @@ struct CallMediaEndToEndTests {
             if case .ended(let ending) = last { #expect(ending.text == "O visitante encerrou a chamada") }
             #expect(last.coordinatorEvent(visitID: visit) == .callEnded(visitID: visit))
             #expect(phone.engine.log.last == "close")
+            await phone.realtime.finish()
+        }
+    }
+
+    @Test("a server without TURN or direct calls: the phone opens no camera and says video is unavailable; the call stays for the decision")
+    func callsUnavailable() async throws {
+        try await TestServer.with(["--demo"]) { server in
+            let (visit, _) = try await R.ring(server)
+            let phone = try await Self.phone(server, deviceID: "phone-3")
+            defer { phone.reader.cancel() }
+            await phone.media.start(visitID: visit)
+            #expect(await eventually(within: .seconds(30)) { phone.statuses.withLock { $0.last } == .ended(.unavailable) },
+                    "\(phone.statuses.withLock { $0 })")
+            #expect(!phone.engine.log.contains("peer"), "no peer connection, so no camera: \(phone.engine.log)")
+            #expect(CallMediaStatus.ended(.unavailable).coordinatorEvent(visitID: visit) == nil)
             await phone.realtime.finish()
         }
     }
