@@ -337,17 +337,22 @@ public final class HTTP2Client: @unchecked Sendable {
             if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
         }
         for connection in Array(connections.values) + draining {
+            var timedOut = false
             for (streamID, exchange) in connection.streams where exchange.deadline <= now {
                 connection.cancel(streamID)
                 exchange.finish(.failure(OutboundHTTPError.transport("timed out after \(exchange.request.timeout) s")))
+                timedOut = true
             }
+            // A peer that stopped answering is found within `pingTimeout`, not only once
+            // the connection has been idle for `pingInterval`.
+            if timedOut, connection.state == .open, connection.pingSentAt == nil { connection.ping() }
         }
     }
 
     /// PING on a connection idle for `pingInterval`; one without an answer in
     /// `pingTimeout` means the peer is gone.
     private func keepAlive(_ now: ContinuousClock.Instant) {
-        for connection in Array(connections.values) where connection.state == .open {
+        for connection in Array(connections.values) + draining where connection.state == .open {
             if let sent = connection.pingSentAt {
                 if sent.duration(to: now) > Self.pingTimeout {
                     connection.failure = "no answer to PING"
