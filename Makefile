@@ -4,6 +4,7 @@
 #               suite under AddressSanitizer (SANITIZE=address|thread|all, empty to skip)
 #   make test-repeat N=10   the whole suite N times from a fresh clone
 # Also: make ios-typecheck (the iOS shell type-checked on Linux), make build, make bench,
+#   make bench-instances, make bench-tenth-year,
 #   make conformance, make soak, make chaos, make sanitize, make clean, make bootstrap, make fuzz (each
 #   libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each), make
 #   screenshots (docs/screenshots, the README tour).
@@ -32,7 +33,7 @@ E2E_WIDTH ?= 8
 # empty to skip (`SANITIZE= make test`, `SANITIZE= make test-repeat`).
 SANITIZE ?= address
 
-.PHONY: ios-typecheck run test test-repeat sanitize build bench bench-instances conformance soak chaos clean bootstrap fuzz fuzz-short screenshots
+.PHONY: ios-typecheck run test test-repeat sanitize build bench bench-instances bench-tenth-year conformance soak chaos clean bootstrap fuzz fuzz-short screenshots
 
 bootstrap:
 	@scripts/bootstrap
@@ -111,6 +112,12 @@ bench: build
 bench-instances: build
 	$(SWIFT) build -c release --product portaria-bench
 	bench/instances
+
+# A building's tenth year: gate POST, resolve and the visit lists on a SQLite database with
+# 1,000,000 visits (BENCH_HISTORY_VISITS) as retention leaves them, beside one with a week's.
+bench-tenth-year: build
+	$(SWIFT) build -c release --product portaria-bench
+	bench/tenth-year
 
 # WebSocket conformance (Autobahn|Testsuite fuzzingclient against /v1/bench/ws/echo of the
 # debug binary, whose assertions are on). Needs Python 2.7 (pyenv); not part of make test.

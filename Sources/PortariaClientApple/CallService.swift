@@ -237,7 +237,7 @@ public final class CallService: NSObject {
             case .fetchVisit(let visitID):
                 let session = dependencies.session
                 Task {
-                    guard let visit = try? await session.send("GET", "/v1/visits/\(visitID)", as: Visit.self) else { return }
+                    guard let visit = try? await session.send(APIRoutes.visit(id: visitID)) else { return }
                     self.handle(.visitLoaded(visit))
                 }
             case .openRealtime:
@@ -258,9 +258,9 @@ public final class CallService: NSObject {
                 // provider(_:didActivate:). Activating it ourselves breaks CallKit audio.
                 configureCallAudio()
             case .postAnswer(let visitID, let deviceID, let key):
-                post("answer", visitID: visitID, deviceID: deviceID, key: key, reportsBack: true)
+                post(APIRoutes.answerCall(id: visitID), visitID: visitID, deviceID: deviceID, key: key, reportsBack: true)
             case .postDecline(let visitID, let deviceID, let key):
-                post("decline", visitID: visitID, deviceID: deviceID, key: key, reportsBack: false)
+                post(APIRoutes.declineCall(id: visitID), visitID: visitID, deviceID: deviceID, key: key, reportsBack: false)
             case .requestEndCall(let callID):
                 request(CXEndCallAction(call: callID))
             case .fulfillAnswer(let callID):
@@ -316,18 +316,17 @@ public final class CallService: NSObject {
                 _ = await receipts.acknowledge(PushReceiptCapability(pushID: pushID, ackToken: ackToken),
                                                deadline: Date().addingTimeInterval(25))
             } else {
-                _ = try? await session.sendAuthorized(ClientHTTPRequest(method: "POST", path: "/v1/push/\(pushID)/ack"))
+                _ = try? await session.sendAuthorized(try ClientHTTPRequest(APIRoutes.pushAck(pushID: pushID)))
             }
         }
     }
 
-    private func post(_ verb: String, visitID: String, deviceID: String, key: String, reportsBack: Bool) {
+    /// `answerCall` or `declineCall` for `visitID`.
+    private func post(_ endpoint: APIEndpoint<CallActionRequest, Visit>, visitID: String, deviceID: String, key: String, reportsBack: Bool) {
         let session = dependencies.session
         Task {
-            let body = try? JSONCoding.encoder().encode(CallActionRequest(deviceID: deviceID))
-            let request = ClientHTTPRequest(method: "POST", path: "/v1/visits/\(visitID)/\(verb)",
-                                            headers: ["Idempotency-Key": key, "Content-Type": "application/json"], body: body)
-            let response = try? await session.sendAuthorized(request)
+            let request = try? ClientHTTPRequest(endpoint, json: CallActionRequest(deviceID: deviceID), headers: ["Idempotency-Key": key])
+            let response: ClientHTTPResponse? = if let request { try? await session.sendAuthorized(request) } else { nil }
             guard reportsBack else { return }
             if let response, response.isSuccess {
                 self.handle(.answerAccepted(visitID: visitID))

@@ -49,18 +49,18 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     public let configuration: WebSocketConfiguration
     let descriptor: Int32
 
-    private var context: wslay_event_context_ptr?
-    private var handlers: Handlers
+    var context: wslay_event_context_ptr?
+    var handlers: Handlers
     /// Bytes the HTTP layer read past the handshake; consumed before the socket.
-    private var bufferedInput: [UInt8]
-    private var bufferedOffset = 0
+    var bufferedInput: [UInt8]
+    var bufferedOffset = 0
     /// Gives the socket back: libmicrohttpd's upgrade handle on the server, `close(2)` on
     /// the client.
     private var release: (@Sendable () -> Void)?
-    private var phase: Phase = .open
-    private var lastReceived: UInt64
-    private var pingSentAt: UInt64?
-    private var closeStartedAt: UInt64?
+    var phase: Phase = .open
+    var lastReceived: UInt64
+    var pingSentAt: UInt64?
+    var closeStartedAt: UInt64?
     /// When the lingering close began (see ``linger(fallback:)``).
     private var lingerStartedAt: UInt64?
     private var lingerFallback: (code: WebSocketCloseCode, reason: String)?
@@ -69,16 +69,22 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// the socket must not be released under wslay's feet. Sends wait for the flush after
     /// it returns; a finish is remembered in `deferredFinish`.
     private var receiving = false
-    private var deferredFinish: (code: WebSocketCloseCode, reason: String)?
-    private var receivedClose: (code: WebSocketCloseCode, reason: String)?
+    var deferredFinish: (code: WebSocketCloseCode, reason: String)?
+    var receivedClose: (code: WebSocketCloseCode, reason: String)?
     /// Why we are closing when the peer did not start it (1007, 1008, shutdown...).
-    private var localClose: (code: WebSocketCloseCode, reason: String)?
+    var localClose: (code: WebSocketCloseCode, reason: String)?
+    /// wslay sends a frame's header and its payload in two calls (the header flagged
+    /// `WSLAY_MSG_MORE`). A broadcast to ten thousand sockets is syscall-bound, so a short
+    /// chunk flagged "more" is held here and leaves with the next one in one `sendmsg`.
+    var heldChunk: (UInt64, UInt64) = (0, 0)
+    var heldCount = 0
+
     /// Owner's per-connection value (the server hub keeps its bookkeeping here).
     var attachment: AnyObject?
 
     /// `lingering`: our close frame is out and our side of the stream shut down; what the
     /// peer still sends is read and thrown away until it closes or the linger times out.
-    private enum Phase { case open, closing, lingering, closed }
+    enum Phase { case open, closing, lingering, closed }
 
     private static let counter = Locked<UInt64>(0)
 
@@ -97,11 +103,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         self.release = release ?? { _ = Glibc.close(descriptor) }
         lastReceived = MonotonicClock.now()
 
-        var callbacks = wslay_event_callbacks(
-            recv_callback: webSocketReceive, send_callback: webSocketSend,
-            genmask_callback: webSocketGenerateMask, on_frame_recv_start_callback: nil,
-            on_frame_recv_chunk_callback: nil, on_frame_recv_end_callback: nil,
-            on_msg_recv_callback: webSocketMessage)
+        var callbacks = Self.wslayCallbacks
         let user = Unmanaged.passUnretained(self).toOpaque()
         let status = role == .server
             ? wslay_event_context_server_init(&context, &callbacks, user)
@@ -445,167 +447,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         self.handlers = Handlers()
         handlers.onClose(self, code, reason)
     }
-
-    // MARK: wslay callbacks (loop thread, inside wslay_event_recv / wslay_event_send)
-
-    fileprivate func receive(into buffer: UnsafeMutablePointer<UInt8>, count: Int) -> Int {
-        if deferredFinish != nil {
-            // A handler dropped the connection: stop reading at once.
-            wslay_event_set_error(context, WSLAY_ERR_CALLBACK_FAILURE.rawValue)
-            return -1
-        }
-        if bufferedOffset < bufferedInput.count {
-            let length = min(count, bufferedInput.count - bufferedOffset)
-            bufferedInput.withUnsafeBufferPointer {
-                buffer.update(from: $0.baseAddress! + bufferedOffset, count: length)
-            }
-            bufferedOffset += length
-            if bufferedOffset == bufferedInput.count { bufferedInput = []; bufferedOffset = 0 }
-            noteActivity()
-            return length
-        }
-        while true {
-            let received = recv(descriptor, buffer, count, 0)
-            if received > 0 {
-                noteActivity()
-                return received
-            }
-            if received < 0 && errno == EINTR { continue }
-            let wouldBlock = received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-            wslay_event_set_error(context, wouldBlock ? WSLAY_ERR_WOULDBLOCK.rawValue : WSLAY_ERR_CALLBACK_FAILURE.rawValue)
-            return -1
-        }
-    }
-
-    /// wslay sends a frame's header and its payload in two calls (the header flagged
-    /// `WSLAY_MSG_MORE`). A broadcast to ten thousand sockets is syscall-bound, so a short
-    /// chunk flagged "more" is held here and leaves with the next one in one `sendmsg`.
-    private var heldChunk: (UInt64, UInt64) = (0, 0)
-    private var heldCount = 0
-
-    fileprivate func send(_ data: UnsafePointer<UInt8>, count: Int, more: Bool) -> Int {
-        if more && heldCount == 0 && count <= MemoryLayout.size(ofValue: heldChunk) {
-            withUnsafeMutableBytes(of: &heldChunk) { $0.baseAddress!.copyMemory(from: data, byteCount: count) }
-            heldCount = count
-            return count
-        }
-        let flags = Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0)
-        while true {
-            let sent: Int
-            let held = heldCount
-            if held > 0 {
-                sent = withUnsafeMutableBytes(of: &heldChunk) { heldBytes in
-                    var parts = [iovec(iov_base: heldBytes.baseAddress, iov_len: held),
-                                 iovec(iov_base: UnsafeMutableRawPointer(mutating: data), iov_len: count)]
-                    return parts.withUnsafeMutableBufferPointer { vectors in
-                        var message = msghdr()
-                        message.msg_iov = vectors.baseAddress
-                        message.msg_iovlen = 2
-                        return sendmsg(descriptor, &message, flags)
-                    }
-                }
-            } else {
-                sent = Glibc.send(descriptor, data, count, flags)
-            }
-            if sent < 0 {
-                if errno == EINTR { continue }
-                let wouldBlock = errno == EAGAIN || errno == EWOULDBLOCK
-                wslay_event_set_error(context, wouldBlock ? WSLAY_ERR_WOULDBLOCK.rawValue : WSLAY_ERR_CALLBACK_FAILURE.rawValue)
-                return -1
-            }
-            guard held > 0 else { return sent }
-            if sent < held {
-                // Part of the held chunk left: keep the rest; wslay will offer `data` again.
-                withUnsafeMutableBytes(of: &heldChunk) { bytes in
-                    let base = bytes.baseAddress!
-                    base.copyMemory(from: base + sent, byteCount: held - sent)
-                }
-                heldCount = held - sent
-                wslay_event_set_error(context, WSLAY_ERR_WOULDBLOCK.rawValue)
-                return -1
-            }
-            heldCount = 0
-            if sent == held {
-                wslay_event_set_error(context, WSLAY_ERR_WOULDBLOCK.rawValue)
-                return -1
-            }
-            return sent - held
-        }
-    }
-
-    /// Any bytes from the peer prove it is alive; a pong needs no special treatment.
-    private func noteActivity() {
-        lastReceived = MonotonicClock.now()
-        pingSentAt = nil
-    }
-
-    fileprivate func received(opcode: UInt8, payload: UnsafeBufferPointer<UInt8>, statusCode: UInt16) {
-        switch UInt32(opcode) {
-        case WSLAY_TEXT_FRAME.rawValue:
-            // RFC 6455 §8.1: a text message that is not UTF-8 fails the connection with 1007.
-            guard let text = String(validating: payload, as: UTF8.self) else {
-                failConnection(.invalidPayload, "invalid UTF-8 in a text message")
-                return
-            }
-            handlers.onText(self, text)
-        case WSLAY_BINARY_FRAME.rawValue:
-            handlers.onBinary(self, Array(payload))
-        case WSLAY_CONNECTION_CLOSE.rawValue:
-            // wslay answers the close frame itself; we only remember what the peer said.
-            let reasonBytes = payload.count > 2 ? UnsafeBufferPointer(rebasing: payload[2...]) : UnsafeBufferPointer(start: nil, count: 0)
-            let reason = String(decoding: reasonBytes, as: UTF8.self)
-            receivedClose = (statusCode == 0 ? .noStatus : WebSocketCloseCode(statusCode), reason)
-            if phase == .open { phase = .closing; closeStartedAt = MonotonicClock.now() }
-        default:
-            break // ping (answered by wslay) and pong (counted as activity)
-        }
-    }
-
-    /// Fails the connection (RFC 6455 §7.1.7): close frame with `code`, stop reading.
-    private func failConnection(_ code: WebSocketCloseCode, _ reason: String) {
-        guard let context else { return }
-        if phase == .open { phase = .closing; closeStartedAt = MonotonicClock.now() }
-        localClose = (code, reason)
-        let reasonBytes = Array(reason.utf8.prefix(123))
-        _ = reasonBytes.withUnsafeBufferPointer {
-            wslay_event_queue_close(context, code.rawValue, $0.baseAddress, $0.count)
-        }
-        wslay_event_shutdown_read(context)
-    }
 }
 
 extension WebSocketConnection: EventLoopHandler {}
-
-// C callbacks: free functions so they capture nothing and carry no actor isolation.
-
-private func connection(_ user: UnsafeMutableRawPointer?) -> WebSocketConnection {
-    Unmanaged<WebSocketConnection>.fromOpaque(user!).takeUnretainedValue()
-}
-
-private func webSocketReceive(_ context: wslay_event_context_ptr?, _ buffer: UnsafeMutablePointer<UInt8>?,
-                              _ length: Int, _ flags: Int32, _ user: UnsafeMutableRawPointer?) -> Int {
-    connection(user).receive(into: buffer!, count: length)
-}
-
-private func webSocketSend(_ context: wslay_event_context_ptr?, _ data: UnsafePointer<UInt8>?,
-                           _ length: Int, _ flags: Int32, _ user: UnsafeMutableRawPointer?) -> Int {
-    connection(user).send(data!, count: length, more: flags & Int32(WSLAY_MSG_MORE.rawValue) != 0)
-}
-
-private func webSocketGenerateMask(_ context: wslay_event_context_ptr?, _ buffer: UnsafeMutablePointer<UInt8>?,
-                                   _ length: Int, _ user: UnsafeMutableRawPointer?) -> Int32 {
-    // Masking defeats cache poisoning by proxies, it is not secrecy: the system generator
-    // (getrandom) is plenty and cheaper than a call into OpenSSL per frame.
-    var generator = SystemRandomNumberGenerator()
-    for index in 0..<length { buffer![index] = UInt8.random(in: 0...255, using: &generator) }
-    return 0
-}
-
-private func webSocketMessage(_ context: wslay_event_context_ptr?, _ argument: UnsafePointer<wslay_event_on_msg_recv_arg>?,
-                              _ user: UnsafeMutableRawPointer?) {
-    let argument = argument!.pointee
-    connection(user).received(opcode: argument.opcode,
-                              payload: UnsafeBufferPointer(start: argument.msg, count: argument.msg_length),
-                              statusCode: argument.status_code)
-}
 #endif

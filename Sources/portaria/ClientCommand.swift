@@ -226,7 +226,7 @@ enum ClientCommand {
 
     static func pending(_ context: Context, json: Bool) async throws -> Int32 {
         let answer = try await context.session.sendAuthorized(
-            ClientHTTPRequest(method: "GET", path: "/v1/visits", query: [URLQueryItem(name: "status", value: "pending")]))
+            try ClientHTTPRequest(APIRoutes.visits.endpoint, query: [URLQueryItem(name: "status", value: "pending")]))
         guard answer.isSuccess else {
             throw APIClientError.server(status: answer.status, error: answer.errorBody ?? ErrorBody(code: .internalError, message: "HTTP \(answer.status)"))
         }

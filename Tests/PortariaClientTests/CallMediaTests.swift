@@ -242,6 +242,17 @@ struct CallMediaSessionTests {
         if let ending { #expect(session.phase == .ended(ending), "\(name)") } else { #expect(!session.phase.isEnded, "\(name)") }
     }
 
+    @Test("a server without calls: no camera, no frame, the call screen stays for the decision")
+    func unavailable() {
+        var session = S(visitID: Self.v)
+        #expect(session.handle(.iceServers([], available: false))
+                == [.cancelConnectTimeout, .closePeer, .status(.ended(.unavailable))])
+        #expect(session.phase == .ended(.unavailable))
+        #expect(session.handle(.peerCreated).isEmpty && session.handle(.remoteOffer(sdp: Media.offer1)).isEmpty)
+        #expect(CallMediaStatus.ended(.unavailable).coordinatorEvent(visitID: Self.v) == nil, "CallKit keeps the call")
+        #expect(CallMediaEnding.unavailable.text == "Vídeo indisponível neste servidor (sem relay de vídeo): decida pelos botões.")
+    }
+
     @Test("what the resident reads, and what ends the call for CallKit")
     func endingTexts() {
         #expect(CallMediaEnding.server(.hangup, endedBy: .visitor).text == "O visitante encerrou a chamada")

@@ -369,8 +369,22 @@ struct ViewModelTests {
             "14:31 · Notificação recebida por Maria",
             "14:31 · Maria não atendeu",
             "14:31 · Tocou para João (etapa 2)",
-            "14:32 · João decidiu",
+            "14:32 · João autorizou",
         ])
+    }
+
+    @Test("the timeline names the decision as the web app does", arguments: [
+        (ResolutionAction.authorize, ResolutionChannel.app, "app", "14:32 · João autorizou"),
+        (.deny, .notification, "notification", "14:32 · João negou"),
+        (.leaveAtConcierge, .app, "app", "14:32 · João pediu para deixar na portaria"),
+        (.leaveAtConcierge, .auto, "auto", "14:32 · Deixado na portaria automaticamente"),
+    ])
+    func resolutionLine(action: ResolutionAction, via: ResolutionChannel, channel: String, expected: String) {
+        let joao = PersonRef(id: "u-j", name: "João Souza")
+        let attempt = VisitAttempt(id: "a1", kind: .resolution, user: via == .auto ? nil : joao, deviceID: nil, channel: channel,
+                                   step: nil, detail: nil, at: Fixtures.at1432)
+        let resolution = VisitResolution(action: action, by: joao, at: Fixtures.at1432, via: via)
+        #expect(ClientText.attempt(attempt, timeZone: Self.zone, resolution: resolution) == expected)
     }
 
     // MARK: Settings

@@ -25,7 +25,7 @@ public func fuzzRealtimeMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> C
                     if case .send(let frame, _) = action { _ = frame.encodedData() }
                 }
             } catch {
-                _ = RealtimeFeedErrorText.encode(error.error)
+                _ = RealtimeClientMessage.errorFrame(error.error.code.rawValue, error.error.message)
             }
         case .ping, .unknown, .invalid:
             break
@@ -34,11 +34,4 @@ public func fuzzRealtimeMessage(_ data: UnsafePointer<UInt8>?, _ size: Int) -> C
         if sender & 0x40 != 0 { _ = session.handle(.participantJoined(peer)) }
     }
     return 0
-}
-
-/// The error frame's text, as the feed writes it.
-enum RealtimeFeedErrorText {
-    static func encode(_ body: ErrorBody) -> String {
-        JSONValue.object(["type": .string("error"), "data": .object(["code": .string(body.code.rawValue), "message": .string(body.message)])]).jsonText
-    }
 }

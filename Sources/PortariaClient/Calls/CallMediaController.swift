@@ -227,7 +227,8 @@ public actor CallMediaController {
         switch effect {
         case .fetchICEServers:
             let response = await iceServers()
-            await handle(.iceServers(response?.iceServers, relayOnly: response?.iceTransportPolicy == .relay), generation: owner)
+            await handle(.iceServers(response?.iceServers, relayOnly: response?.iceTransportPolicy == .relay,
+                                     available: response?.callsAvailable ?? true), generation: owner)
         case .createPeer(let servers, let relayOnly):
             // The call may have ended while this waited in the queue: no camera for it.
             guard owner == generation, !(session?.phase.isEnded ?? true) else { return }
@@ -306,8 +307,6 @@ public actor CallMediaController {
     /// minutes). Nil when it fails: the call goes on without a relay (and the server keeps
     /// the phone's direct candidates from the visitor).
     private func iceServers() async -> ICEServersResponse? {
-        guard let response = try? await http.sendAuthorized(ClientHTTPRequest(method: "GET", path: "/v1/calls/ice_servers")),
-              response.isSuccess else { return nil }
-        return try? JSONCoding.decoder().decode(ICEServersResponse.self, from: response.body)
+        try? await http.send(APIRoutes.iceServers.endpoint)
     }
 }

@@ -74,6 +74,9 @@ public enum CallMediaEnding: Sendable, Equatable {
     /// The call ended around the media (answered elsewhere, the visit was decided, the
     /// answer was refused): nothing to send, only to stop.
     case callOver
+    /// The server offers no calls (`calls_available: false`): the resident decides with
+    /// the buttons; the call screen stays.
+    case unavailable
 
     /// pt-BR, for the call screen.
     public var text: String { ClientText.callMediaEnded(self) }
@@ -83,7 +86,7 @@ public enum CallMediaEnding: Sendable, Equatable {
     public var endsCall: Bool {
         switch self {
         case .server, .connectionLost, .couldNotConnect: return true
-        case .hungUpHere, .callOver: return false
+        case .hungUpHere, .callOver, .unavailable: return false
         }
     }
 }
@@ -108,8 +111,10 @@ public enum CallMediaStatus: Sendable, Equatable {
 
 public enum CallMediaEvent: Sendable, Equatable {
     /// `GET /v1/calls/ice_servers` answered (nil: it failed; the call goes on without a
-    /// relay). `relayOnly`: the server's `ice_transport_policy` is `relay`.
-    case iceServers([ICEServer]?, relayOnly: Bool = false)
+    /// relay). `relayOnly`: the server's `ice_transport_policy` is `relay`. `available`:
+    /// its `calls_available` — false when it has no relay and does not allow direct calls,
+    /// so no media could ever flow.
+    case iceServers([ICEServer]?, relayOnly: Bool = false, available: Bool = true)
     case peerCreated
     case peerFailed
     /// `call.offer` from the visitor.
@@ -195,8 +200,10 @@ public struct CallMediaSession: Sendable, Equatable {
     public mutating func handle(_ event: CallMediaEvent) -> [CallMediaEffect] {
         guard !phase.isEnded else { return [] }
         switch event {
-        case .iceServers(let servers, let relayOnly):
+        case .iceServers(let servers, let relayOnly, let available):
             guard phase == .preparing, !peerRequested else { return [] }
+            // No camera, no frame: the visitor's page reads the same answer and stops too.
+            guard available else { return end(.unavailable, hangUp: false) }
             peerRequested = true
             return [.createPeer(servers ?? [], relayOnly: relayOnly)]
         case .peerCreated:

@@ -104,8 +104,7 @@ public actor DeviceRegistrar {
         if let last = state.lastRegistration(), last.userID == userID, last.registration == body {
             return .unchanged(deviceID: last.deviceID)
         }
-        guard let data = try? JSONCoding.encoder().encode(body) else { return .failed("unencodable registration") }
-        let request = ClientHTTPRequest(method: "POST", path: "/v1/devices", headers: ["Content-Type": "application/json"], body: data)
+        guard let request = try? ClientHTTPRequest(APIRoutes.registerDevice.endpoint, json: body) else { return .failed("unencodable registration") }
         var failures = 0
         while true {
             var retryAfter: TimeInterval?
@@ -151,7 +150,7 @@ public actor DeviceRegistrar {
     public func unregister() async -> UnregisterOutcome {
         guard let last = state.lastRegistration() else { return .notRegistered }
         do {
-            let answer = try await http.sendAuthorized(ClientHTTPRequest(method: "DELETE", path: "/v1/devices/\(last.deviceID)"))
+            let answer = try await http.sendAuthorized(try ClientHTTPRequest(APIRoutes.deleteDevice(id: last.deviceID)))
             guard answer.isSuccess || answer.status == 404 else {
                 return .failed("HTTP \(answer.status) \(answer.errorBody?.code.rawValue ?? "")")
             }

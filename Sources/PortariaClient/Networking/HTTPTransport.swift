@@ -4,9 +4,11 @@ import FoundationNetworking
 #endif
 import PortariaCore
 
-/// One HTTP request as the client core builds it (path relative to the server).
+/// One HTTP request as the client core builds it: from the route catalogue
+/// (`ClientHTTPRequest(APIRoutes.visit(id:))`), or a path the server gave.
 public struct ClientHTTPRequest: Sendable, Equatable {
     public var method: String
+    /// Relative to the server, percent-encoded (`/v1/visits/a%2Fb`); sent as it is.
     public var path: String
     /// Query items, appended percent-encoded.
     public var query: [URLQueryItem]
@@ -79,10 +81,33 @@ public struct URLSessionTransport: HTTPTransport {
         self.timeout = timeout
     }
 
+    /// Whether `path` starts with "/" and holds only characters a URL path may carry, each
+    /// "%" starting an escape (what `percentEncodedPath` accepts without trapping).
+    static func isPercentEncodedPath(_ path: String) -> Bool {
+        let bytes = Array(path.utf8)
+        guard bytes.first == UInt8(ascii: "/") else { return false }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/".utf8)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, bytes[index + 1].isHexDigitASCII, bytes[index + 2].isHexDigitASCII else { return false }
+                index += 3
+            } else {
+                guard allowed.contains(bytes[index]) else { return false }
+                index += 1
+            }
+        }
+        return true
+    }
+
     public func send(_ request: ClientHTTPRequest, to baseURL: URL) async throws -> ClientHTTPResponse {
-        guard var components = URLComponents(url: baseURL.appendingPathComponent(request.path), resolvingAgainstBaseURL: false) else {
+        // The path is already percent-encoded: appended as it is, never encoded twice.
+        guard Self.isPercentEncodedPath(request.path), var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false) else {
             throw TransportError("invalid URL for \(request.path)")
         }
+        let base = components.percentEncodedPath.hasSuffix("/") ? String(components.percentEncodedPath.dropLast())
+                                                                 : components.percentEncodedPath
+        components.percentEncodedPath = base + request.path
         if !request.query.isEmpty { components.queryItems = request.query }
         guard let url = components.url else { throw TransportError("invalid URL for \(request.path)") }
         var urlRequest = URLRequest(url: url, timeoutInterval: timeout)
@@ -102,5 +127,12 @@ public struct URLSessionTransport: HTTPTransport {
         } catch {
             throw TransportError(error.localizedDescription)
         }
+    }
+}
+
+private extension UInt8 {
+    var isHexDigitASCII: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
     }
 }

@@ -34,11 +34,10 @@ public struct NotificationServicePlan: Sendable, Equatable {
         case .ringCancelled, .test, .unknown:
             return
         }
-        guard let accessToken, Self.isUsable(accessToken, now: now),
-              let escaped = visitID.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-"])) else { return }
+        guard let accessToken, Self.isUsable(accessToken, now: now) else { return }
         var headers = ["Authorization": "Bearer \(accessToken)", "Accept": "image/jpeg, image/png"]
         if let companyID { headers["X-Company-Id"] = companyID }
-        photoRequest = ClientHTTPRequest(method: "GET", path: "/v1/visits/\(escaped)/photo", headers: headers)
+        photoRequest = try? ClientHTTPRequest(APIRoutes.visitPhoto(id: visitID), headers: headers)
     }
 
     /// Whether a JWT's `exp` is more than `tokenMargin` away. The signature is the server's

@@ -293,8 +293,10 @@ extension ClientText {
         }
     }
 
-    /// One line of the attempts timeline ("14:32 · Tocou para Maria (etapa 1)").
-    public static func attempt(_ attempt: VisitAttempt, timeZone: TimeZone) -> String {
+    /// One line of the attempts timeline ("14:32 · Tocou para Maria (etapa 1)"). The
+    /// visit's resolution names the decision on its line ("João autorizou"), as the web
+    /// app says it.
+    public static func attempt(_ attempt: VisitAttempt, timeZone: TimeZone, resolution: VisitResolution? = nil) -> String {
         let who = attempt.user.map { ResolutionText.firstName($0.name) }.flatMap { $0.isEmpty ? nil : $0 }
         let text: String
         switch attempt.kind {
@@ -306,7 +308,7 @@ extension ClientText {
         case .answer: text = who.map { "\($0) atendeu" } ?? "Atendida"
         case .decline: text = who.map { "\($0) recusou a chamada" } ?? "Chamada recusada"
         case .timeout: text = who.map { "\($0) não atendeu" } ?? "Ninguém atendeu"
-        case .resolution: text = who.map { "\($0) decidiu" } ?? (attempt.channel == "auto" ? "Decidido automaticamente" : "Decidido")
+        case .resolution: text = resolutionLine(who: who, attempt: attempt, resolution: resolution)
         case .cancel: text = "O visitante desistiu"
         case .expire: text = "Expirou sem resposta"
         case .callStarted: text = "Chamada de vídeo iniciada"
@@ -314,6 +316,26 @@ extension ClientText {
         case .callEnded: text = "Chamada de vídeo encerrada"
         }
         return "\(ResolutionText.clock(attempt.at, timeZone: timeZone)) · \(text)"
+    }
+
+    /// "João autorizou", "Maria negou", "Deixado na portaria automaticamente".
+    private static func resolutionLine(who: String?, attempt: VisitAttempt, resolution: VisitResolution?) -> String {
+        let action = resolution?.action
+        if attempt.channel == "auto" || resolution?.via == .auto {
+            return action == .leaveAtConcierge ? "Deixado na portaria automaticamente" : "Decidido automaticamente"
+        }
+        guard let action else { return who.map { "\($0) decidiu" } ?? "Decidido" }
+        let verb: String
+        switch action {
+        case .authorize: verb = "autorizou"
+        case .deny: verb = "negou"
+        case .leaveAtConcierge: verb = "pediu para deixar na portaria"
+        }
+        guard let who else {
+            let outcome = action == .leaveAtConcierge ? actionTitle(action) : (action == .authorize ? "Autorizado" : "Negado")
+            return "Decidido: \(outcome)"
+        }
+        return "\(who) \(verb)"
     }
 
     // MARK: Settings
@@ -406,6 +428,7 @@ extension ClientText {
         case .hungUpHere, .callOver: return "Chamada encerrada"
         case .connectionLost: return "A conexão de vídeo caiu"
         case .couldNotConnect: return "Não foi possível conectar o vídeo"
+        case .unavailable: return "Vídeo indisponível neste servidor (sem relay de vídeo): decida pelos botões."
         case .server(let reason, let endedBy):
             switch reason {
             case .hangup: return endedBy == .visitor ? "O visitante encerrou a chamada" : "Chamada encerrada"

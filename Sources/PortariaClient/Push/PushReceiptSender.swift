@@ -63,9 +63,10 @@ public struct PushReceiptSender: Sendable {
               receipt.pushID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
             return .refused(status: 404)
         }
-        let request = ClientHTTPRequest(method: "POST", path: "/v1/push/\(receipt.pushID)/ack",
-                                        headers: ["Content-Type": "application/json"],
-                                        body: try? JSONCoding.encoder().encode(PushAckRequest(ackToken: receipt.ackToken)))
+        guard let request = try? ClientHTTPRequest(APIRoutes.pushAck(pushID: receipt.pushID),
+                                                   json: PushAckRequest(ackToken: receipt.ackToken)) else {
+            return .refused(status: 404)
+        }
         var failures = 0
         while true {
             var retryAfter: TimeInterval?

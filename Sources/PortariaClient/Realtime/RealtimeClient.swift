@@ -214,7 +214,7 @@ public actor RealtimeClient {
     }
 
     private func realtimeURL() -> URL {
-        var components = URLComponents(url: baseURL.appendingPathComponent("/v1/realtime"), resolvingAgainstBaseURL: false)!
+        var components = URLComponents(url: baseURL.appendingPathComponent(APIRoutes.realtime.endpoint.path), resolvingAgainstBaseURL: false)!
         components.scheme = components.scheme == "https" ? "wss" : "ws"
         var query: [URLQueryItem] = []
         if let lastSeq { query.append(URLQueryItem(name: "since", value: String(lastSeq))) }
@@ -226,9 +226,7 @@ public actor RealtimeClient {
     /// The REST truth: pendências and the latest visits.
     private func reconcile() async throws {
         func page(_ status: String) async throws -> [Visit] {
-            let answer = try await http.sendAuthorized(ClientHTTPRequest(method: "GET", path: "/v1/visits",
-                                                                         query: [URLQueryItem(name: "status", value: status)]))
-            return try APIClient.decode(data: answer.body, status: answer.status, as: VisitPage.self).visits
+            try await http.send(APIRoutes.visits.endpoint, query: [URLQueryItem(name: "status", value: status)]).visits
         }
         let pending = try await page("pending")
         let recent = try await page("history")

@@ -187,10 +187,10 @@ public actor ResolveQueue {
     }
 
     private func request(for item: QueuedResolution) throws -> ClientHTTPRequest {
-        var headers = ["Idempotency-Key": item.idempotencyKey, "Content-Type": "application/json"]
+        var headers = ["Idempotency-Key": item.idempotencyKey]
         if let companyID = item.companyID { headers["X-Company-Id"] = companyID }
-        let body = try JSONCoding.encoder().encode(ResolveVisitRequest(action: item.action, via: item.via))
-        return ClientHTTPRequest(method: "POST", path: "/v1/visits/\(item.visitID)/resolve", headers: headers, body: body)
+        return try ClientHTTPRequest(APIRoutes.resolveVisit(id: item.visitID), json: ResolveVisitRequest(action: item.action, via: item.via),
+                                     headers: headers)
     }
 
     private func retry(_ stored: QueuedResolution, _ reason: ClientText.QueueReason, detail: String,
@@ -277,8 +277,7 @@ public actor ResolveQueue {
     private func fromVisit(_ item: QueuedResolution) async -> Verdict? {
         var headers: [String: String] = [:]
         if let companyID = item.companyID { headers["X-Company-Id"] = companyID }
-        guard let answer = try? await http.sendAuthorized(ClientHTTPRequest(method: "GET", path: "/v1/visits/\(item.visitID)", headers: headers)),
-              answer.isSuccess, let visit = try? JSONCoding.decoder().decode(Visit.self, from: answer.body) else { return nil }
+        guard let visit = try? await http.send(APIRoutes.visit(id: item.visitID), headers: headers) else { return nil }
         if let resolution = visit.resolution { return .terminal(.alreadyResolved(resolution)) }
         guard visit.status.isTerminal else { return nil }
         return .terminal(.closed(visit.status, kind: visit.kind, at: visit.updatedAt))

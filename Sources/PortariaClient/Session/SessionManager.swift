@@ -86,20 +86,19 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     ///   password is never stored: resuming without typing it is biometric unlock's job
     ///   (decision 0017).
     public func login(username: String, password: String, rememberMe: Bool = false) async throws -> LoginResult {
-        let body: LoginResponse = try await api.send("POST", "/v1/auth/login", body: LoginRequest(username: username, password: password))
+        let body = try await api.send(APIRoutes.login.endpoint, LoginRequest(username: username, password: password))
         preferences.set(rememberMe, for: SessionKeys.rememberMe)
         if rememberMe { preferences.set(username, for: SessionKeys.rememberedUsername) } else { preferences.remove(SessionKeys.rememberedUsername) }
         return try await store(body)
     }
 
     public func requestCode(phone: String) async throws {
-        let _: JSONValue = try await api.send("POST", "/v1/auth/otp/send", body: OTPSendRequest(phone: phone))
+        _ = try await api.send(APIRoutes.otpSend.endpoint, OTPSendRequest(phone: phone))
     }
 
     public func verifyCode(phone: String, code: String) async throws -> LoginResult {
-        let verified: OTPVerifyResponse = try await api.send("POST", "/v1/auth/otp/verify", body: OTPVerifyRequest(phone: phone, code: code))
-        let body: LoginResponse = try await api.send("POST", "/v1/auth/generate_access_token",
-                                                     body: GenerateAccessTokenRequest(otpToken: verified.otpToken))
+        let verified = try await api.send(APIRoutes.otpVerify.endpoint, OTPVerifyRequest(phone: phone, code: code))
+        let body = try await api.send(APIRoutes.generateAccessToken.endpoint, GenerateAccessTokenRequest(otpToken: verified.otpToken))
         return try await store(body)
     }
 
@@ -156,7 +155,7 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
     private func performRefresh() async throws {
         let token = try await readRefreshToken()
         do {
-            let body: LoginResponse = try await api.send("POST", "/v1/auth/refresh", body: RefreshRequest(refreshToken: token))
+            let body = try await api.send(APIRoutes.refresh.endpoint, RefreshRequest(refreshToken: token))
             _ = try await store(body)
         } catch APIClientError.server(let status, _) where status == 401 {
             try await clear()
@@ -241,17 +240,6 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         try await refresh()
     }
 
-    /// An authenticated call; on 401 it refreshes once and retries.
-    public func send<Response: Decodable & Sendable>(_ method: String, _ path: String, body: (any Encodable & Sendable)? = nil,
-                                                     headers: [String: String] = [:], as type: Response.Type = Response.self) async throws -> Response {
-        do {
-            return try await api.send(method, path, body: body, headers: headers)
-        } catch APIClientError.server(let status, _) where status == 401 {
-            try await refresh()
-            return try await api.send(method, path, body: body, headers: headers)
-        }
-    }
-
     /// An authenticated exchange that returns every answer (the caller reads statuses and
     /// headers such as `Idempotent-Replayed` and `Retry-After`). A 401 refreshes the
     /// tokens once and resends; the bearer and the selected company are added unless the
@@ -290,7 +278,7 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
 
     /// `GET /v1/me`; remembers the company's time zone for pt-BR times.
     public func me() async throws -> MeResponse {
-        let me: MeResponse = try await send("GET", "/v1/me")
+        let me = try await send(APIRoutes.me.endpoint)
         if let zone = me.company.timeZone, TimeZone(identifier: zone) != nil {
             preferences.set(zone, for: SessionKeys.timeZone(companyID: me.company.id))
         }
@@ -309,7 +297,7 @@ public actor SessionManager: AuthorizedHTTP, RealtimeCredentials {
         // With biometric unlock on, the refresh token is behind the gate; the server-side
         // logout is attempted with the access token's session either way (a 401 is fine).
         let token = try secure.string(for: SessionKeys.refreshToken)
-        _ = try? await api.raw("POST", "/v1/auth/logout", body: LogoutRequest(refreshToken: token))
+        let _: NoBody? = try? await api.send(APIRoutes.logout.endpoint, LogoutRequest(refreshToken: token))
         try await clear()
         for key in SessionKeys.clearedAtLogout { preferences.remove(key) }
         if preferences.bool(for: SessionKeys.rememberMe) != true {

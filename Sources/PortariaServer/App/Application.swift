@@ -215,10 +215,10 @@ public final class Application: Sendable {
                              relayOnly: Bool, visits: EventBus, log: Log) throws -> RealtimeFeed {
         var limits = RealtimeLimits()
         if let perUser = configuration.realtimeConnectionsPerUser { limits.connectionsPerUser = perUser }
-        limits.residentRelayOnly = relayOnly
         // SQLite: the feed watches for auth changes itself (PostgreSQL: `authChanged`).
         let watcher = try (database as? SQLiteDatabase).map { try SQLiteAuthWatcher(path: $0.path) }
-        let feed = RealtimeFeed(database: database, hub: hub, limits: limits, log: log, authChanges: watcher)
+        let calls = RealtimeCalls(database: database, residentRelayOnly: relayOnly, log: log)
+        let feed = RealtimeFeed(database: database, hub: hub, limits: limits, log: log, authChanges: watcher, companion: calls)
         // With PostgreSQL every commit, this instance's too, arrives through NOTIFY;
         // following the bus as well would read the log twice per commit.
         if !database.dialect.isSharedByInstances { feed.follow(visits) }

@@ -119,7 +119,7 @@ public enum AuditLog {
 
     /// Deletes rows older than `before`, at most `batch` (the retention sweep loops).
     public static func prune(_ db: any SQLConnection, before: Date, batch: Int) throws -> Int {
-        try db.execute("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY id LIMIT ?)",
+        try db.execute("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?)",
                        [.date(before), .integer(Int64(batch))])
     }
 

@@ -40,7 +40,7 @@ struct AuditRoutes {
     }
 
     func register(on router: Router) {
-        router.get("/v1/admin/audit") { request in
+        router.add(APIRoutes.audit) { request in
             let caller = try await authenticator.caller(request, requiring: Permission.adminUsers)
             let query = try Query(request.query)
             let companyID = caller.companyID

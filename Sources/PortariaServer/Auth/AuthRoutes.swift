@@ -7,23 +7,23 @@ struct AuthRoutes {
     let authenticator: Authenticator
 
     func register(on router: Router) {
-        router.post("/v1/auth/login") { request in
+        router.add(APIRoutes.login) { request in
             .json(try await auth.login(try request.decode(LoginRequest.self), clientAddress: request.limitAddress))
         }
-        router.post("/v1/auth/otp/send") { request in
+        router.add(APIRoutes.otpSend) { request in
             try await auth.sendOTP(try request.decode(OTPSendRequest.self), clientAddress: request.limitAddress)
             return .json(JSONValue.object(["status": .string("accepted"), "expires_in": .number(AuthService.otpLifetime)]), status: 202)
         }
-        router.post("/v1/auth/otp/verify") { request in
+        router.add(APIRoutes.otpVerify) { request in
             .json(try await auth.verifyOTP(try request.decode(OTPVerifyRequest.self), clientAddress: request.limitAddress))
         }
-        router.post("/v1/auth/generate_access_token") { request in
+        router.add(APIRoutes.generateAccessToken) { request in
             .json(try await auth.generateAccessToken(try request.decode(GenerateAccessTokenRequest.self), clientAddress: request.clientAddress))
         }
-        router.post("/v1/auth/refresh") { request in
+        router.add(APIRoutes.refresh) { request in
             .json(try await auth.refresh(try request.decode(RefreshRequest.self)))
         }
-        router.post("/v1/auth/logout") { request in
+        router.add(APIRoutes.logout) { request in
             var revoked = false
             if request.header("authorization") != nil {
                 let (_, sessionID) = try await authenticator.authenticate(request)
@@ -40,7 +40,7 @@ struct AuthRoutes {
             guard revoked else { throw HTTPError.unauthorized("send a bearer token or a refresh_token to log out") }
             return .noContent()
         }
-        router.get("/v1/me") { request in
+        router.add(APIRoutes.me) { request in
             let caller = try await authenticator.caller(request)
             let me = MeResponse(
                 user: UserSummary(id: caller.user.id, name: caller.user.name, username: caller.user.username),

@@ -260,7 +260,7 @@ public struct AuthService: Sendable {
     /// user asks for another code.
     public func sendOTP(_ body: OTPSendRequest, clientAddress: String) async throws {
         guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone, defaultCountryCode: defaultCountryCode) else {
-            throw HTTPError.invalidRequest("phone must be a phone number: +5511999990001, or a national number with area code such as (11) 99999-0001", field: "phone")
+            throw AuthError.invalidPhone("phone must be a phone number: +5511999990001, or a national number with area code such as (11) 99999-0001")
         }
         let at = now()
         let limits = otpLimits
@@ -321,7 +321,7 @@ public struct AuthService: Sendable {
 
     public func verifyOTP(_ body: OTPVerifyRequest, clientAddress: String) async throws -> OTPVerifyResponse {
         guard body.phone.count <= 32, let phone = Self.normalizePhone(body.phone, defaultCountryCode: defaultCountryCode) else {
-            throw HTTPError.invalidRequest("phone must be a phone number with country code", field: "phone")
+            throw AuthError.invalidPhone("phone must be a phone number with country code")
         }
         try require(body.code.count == 6 && body.code.allSatisfy { $0.isASCII && $0.isNumber }, field: "code",
                     "code must be 6 digits")

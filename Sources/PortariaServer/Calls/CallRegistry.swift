@@ -34,7 +34,7 @@ public enum CallRegistryError: Error, Sendable, Equatable {
 ///
 /// Sessions live in memory on the instance that owns the call: with several instances,
 /// the realtime layer routes `call.*` frames for a visit to that instance and its frames
-/// back over NOTIFY (`RealtimeFeed`, decision 0056).
+/// back over NOTIFY (`CallFeedState+Relay`, decision 0056).
 public actor CallRegistry<C: Clock> where C.Duration == Duration {
     private struct Entry {
         var session: CallSession

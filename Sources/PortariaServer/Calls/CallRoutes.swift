@@ -13,7 +13,7 @@ struct CallRoutes {
     let visitorVisit: @Sendable (HTTPRequest) async throws -> String
 
     func register(on router: Router) {
-        router.get("/v1/calls/ice_servers") { request in
+        router.add(APIRoutes.iceServers) { request in
             // The gate page: a visitor token (no dots) gets credentials for its own visit.
             if Authenticator.bearerIsVisitorToken(request) {
                 let visitID = try await visitorVisit(request)

@@ -9,7 +9,7 @@ struct DeviceRoutes {
 
     func register(on router: Router) {
         let hosts = webPushHosts
-        router.post("/v1/devices") { request in
+        router.add(APIRoutes.registerDevice) { request in
             let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
             let registration = try DeviceValidation.decode(request, webPushHosts: hosts)
             // A person's device, not the company's: every company the person belongs to sees it.
@@ -19,11 +19,11 @@ struct DeviceRoutes {
             let (device, created) = try await store.register(userID: caller.user.id, registration, audit: audit)
             return .json(device.view, status: created ? 201 : 200)
         }
-        router.get("/v1/devices") { request in
+        router.add(APIRoutes.devices) { request in
             let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
             return .json(DeviceList(devices: try await store.devices(userID: caller.user.id).map(\.view)))
         }
-        router.delete("/v1/devices/{id}") { request in
+        router.add(APIRoutes.deleteDevice) { request in
             let caller = try await authenticator.caller(request, requiring: Permission.devicesManage)
             // Another user's device answers exactly like a device that does not exist.
             guard let id = DeviceID(rawValue: try request.parameter("id").lowercased()),

@@ -87,9 +87,7 @@ public struct DeviceStore: Sendable {
                         SELECT id FROM devices WHERE user_id = ? AND push_token_status <> 'active'
                         ORDER BY updated_at, id LIMIT 1
                         """, .text(userID))?.string("id") else {
-                        throw HTTPError(status: 409, code: .deviceLimitReached,
-                                        message: "a user may register \(cap) devices; remove one with DELETE /v1/devices/{id}",
-                                        details: ["limit": .number(Double(cap))])
+                        throw DeviceError.limitReached(cap)
                     }
                     try db.execute("DELETE FROM devices WHERE id = ?", .text(stale))
                 }

@@ -51,6 +51,25 @@ public struct Router: Sendable {
         node.handlers[method] = (pattern, handler)
     }
 
+    /// Registers a route of the catalogue (`APIRoutes`): its method and template, the
+    /// same strings the metrics label a request with.
+    public func add<Request, Response>(_ route: APIRoute<Request, Response>, _ handler: @escaping HTTPHandler) {
+        add(route.method.rawValue, route.template, handler)
+    }
+
+    /// Every registered route as `METHOD template`, sorted (what the catalogue test
+    /// compares with `APIRoutes.all`).
+    public var registered: [String] {
+        var found: [String] = []
+        func walk(_ node: Node) {
+            for (method, entry) in node.handlers { found.append("\(method) \(entry.pattern)") }
+            for child in node.children.values { walk(child) }
+            if let (_, child) = node.parameter { walk(child) }
+        }
+        walk(root)
+        return found.sorted()
+    }
+
     public func get(_ pattern: String, _ handler: @escaping HTTPHandler) { add("GET", pattern, handler) }
     public func post(_ pattern: String, _ handler: @escaping HTTPHandler) { add("POST", pattern, handler) }
     public func put(_ pattern: String, _ handler: @escaping HTTPHandler) { add("PUT", pattern, handler) }
@@ -92,3 +111,4 @@ public struct Router: Sendable {
 }
 
 import Foundation
+import PortariaCore

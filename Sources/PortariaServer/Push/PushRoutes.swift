@@ -7,7 +7,7 @@ struct PushRoutes {
     let authenticator: Authenticator
 
     func register(on router: Router) {
-        router.post("/v1/push/{push_id}/ack") { request in
+        router.add(APIRoutes.pushAck) { request in
             let pushID = try request.parameter("push_id").lowercased()
             // Without a bearer, the payload's per-push capability (decision 0016). With no
             // Authorization and no body either, the 401 says a credential is missing.
@@ -37,7 +37,7 @@ struct PushRoutes {
             }
             return .json(ack)
         }
-        router.get("/v1/admin/push_health") { request in
+        router.add(APIRoutes.pushHealth) { request in
             let caller = try await authenticator.caller(request, requiring: Permission.adminPushHealth)
             return .json(try await receipts.health(companyID: caller.companyID))
         }

@@ -27,3 +27,10 @@ enum RealtimeClientMessage: Equatable {
         }
     }
 }
+
+extension RealtimeClientMessage {
+    /// The `error` frame that answers a client message (no seq: it is no event).
+    static func errorFrame(_ code: String, _ message: String) -> String {
+        JSONValue.object(["type": .string("error"), "data": .object(["code": .string(code), "message": .string(message)])]).jsonText
+    }
+}

@@ -66,12 +66,12 @@ struct RealtimeRoutes {
 
     func register(on router: Router) {
         let routes = self
-        router.post("/v1/realtime/tickets") { request in
+        router.add(APIRoutes.realtimeTicket) { request in
             let subscriber = try await routes.subscriber(for: request, takingTicket: true)
             let ticket = try await routes.tickets.issue(for: subscriber)
             return .json(TicketResponse(ticket: ticket, expiresIn: Int(RealtimeTickets.lifetime)), status: 201)
         }
-        router.get("/v1/realtime") { request in
+        router.add(APIRoutes.realtime) { request in
             try routes.checkOrigin(request)
             var since: Int64?
             if let text = request.query["since"] {

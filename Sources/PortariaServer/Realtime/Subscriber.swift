@@ -24,14 +24,6 @@ public struct Subscriber: Sendable, Equatable {
     /// device that answered. Sockets without one share the user's "default" device.
     public var deviceID: String?
 
-    /// Who this socket is in a video call.
-    public var callPeer: CallPeer? {
-        switch role {
-        case .visitor(let visitID): return .visitor(visitID: visitID)
-        case .resident, .companyWide: return userID.map { .resident(userID: $0, deviceID: deviceID ?? "default") }
-        }
-    }
-
     public init(companyID: String, role: Role, userID: String? = nil, sessionID: String? = nil, seesPushHealth: Bool = false) {
         self.companyID = companyID
         self.role = role

@@ -44,6 +44,7 @@ public enum Schema {
             .init("CREATE INDEX otp_tokens_expires ON otp_tokens (expires_at)"),
         ]),
         Migration(version: 14, name: "audit_log", statements: auditLog),
+        Migration(version: 15, name: "visits_history_indexes", statements: visitsHistoryIndexes),
     ]
 
     /// The audit trail (decision 0091): append-only facts of who decided, answered, logged
@@ -91,71 +92,6 @@ public enum Schema {
         .init("CREATE INDEX call_relay_created ON call_relay (created_at)"),
     ]
 
-    /// Two push kinds for decided deliveries (`delivery_resolved`, `automatic_resolution`):
-    /// the CHECK on `push_jobs.kind` is widened. PostgreSQL swaps the constraint; SQLite
-    /// cannot alter one, so it rebuilds `push_jobs` and `push_attempts`, which hangs off it
-    /// (dropping `push_jobs` alone would cascade into the attempts). `SELECT *` is
-    /// deliberate: a column added by an earlier migration makes the copy fail loudly
-    /// instead of being dropped in silence.
-    static let pushResolutionKinds: [Migration.Statement] = {
-        let kinds = "'visit_ring', 'ring_cancelled', 'delivery', 'delivery_resolved', 'automatic_resolution', 'test'"
-        let sqliteOnly: [String] = [
-            """
-            CREATE TABLE push_jobs_v10 (
-                id TEXT PRIMARY KEY,
-                device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
-                user_id TEXT NOT NULL,
-                kind TEXT NOT NULL CHECK (kind IN (\(kinds))),
-                platform TEXT NOT NULL,
-                token_kind TEXT NOT NULL CHECK (token_kind IN ('push', 'voip')),
-                token TEXT NOT NULL,
-                visit_id TEXT,
-                message TEXT NOT NULL,
-                status TEXT NOT NULL DEFAULT 'pending'
-                    CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'expired', 'cancelled')),
-                attempts INTEGER NOT NULL DEFAULT 0,
-                next_attempt_at BIGINT NOT NULL,
-                deadline_at BIGINT NOT NULL,
-                lease_owner TEXT,
-                lease_until BIGINT,
-                created_at BIGINT NOT NULL,
-                sent_at BIGINT,
-                acked_at BIGINT,
-                provider_id TEXT,
-                last_error TEXT,
-                ack_token_hashes TEXT)
-            """,
-            "INSERT INTO push_jobs_v10 SELECT * FROM push_jobs",
-            """
-            CREATE TABLE push_attempts_v10 (
-                id TEXT PRIMARY KEY,
-                push_id TEXT NOT NULL REFERENCES push_jobs_v10(id) ON DELETE CASCADE,
-                device_id TEXT NOT NULL,
-                attempt INTEGER NOT NULL,
-                at BIGINT NOT NULL,
-                provider TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                http_status INTEGER,
-                reason TEXT,
-                duration_ms INTEGER,
-                instance TEXT NOT NULL)
-            """,
-            "INSERT INTO push_attempts_v10 SELECT * FROM push_attempts",
-            "DROP TABLE push_attempts",
-            "DROP TABLE push_jobs",
-            "ALTER TABLE push_jobs_v10 RENAME TO push_jobs",
-            "ALTER TABLE push_attempts_v10 RENAME TO push_attempts",
-            "CREATE INDEX push_jobs_due ON push_jobs (status, next_attempt_at)",
-            "CREATE INDEX push_jobs_device ON push_jobs (device_id, status)",
-            "CREATE INDEX push_jobs_visit ON push_jobs (visit_id)",
-            "CREATE INDEX push_attempts_push ON push_attempts (push_id)",
-        ]
-        return sqliteOnly.map { Migration.Statement($0, postgres: "SELECT 1") } + [
-            .init("SELECT 1", postgres: "ALTER TABLE push_jobs DROP CONSTRAINT IF EXISTS push_jobs_kind_check"),
-            .init("SELECT 1", postgres: "ALTER TABLE push_jobs ADD CONSTRAINT push_jobs_kind_check CHECK (kind IN (\(kinds)))"),
-        ]
-    }()
-
     /// The pendências list (`status = 'unanswered'`) used the (unit|company, created_at)
     /// indexes and skipped every answered visit on its way: a unit's whole history per
     /// request (18.7 ms at 20 000 visits, growing through every soak). Partial indexes hold
@@ -164,103 +100,6 @@ public enum Schema {
         .init("CREATE INDEX visits_unit_unanswered ON visits (unit_id, created_at, id) WHERE status = 'unanswered'"),
         .init("CREATE INDEX visits_company_unanswered ON visits (company_id, created_at, id) WHERE status = 'unanswered'"),
     ]
-
-    /// `installation_id` is chosen by the app, so it is unique per user, not across users:
-    /// someone registering another user's installation id gets a row of their own instead
-    /// of taking the other user's device. PostgreSQL drops the constraint; SQLite cannot,
-    /// so it rebuilds `devices` and the two tables that hang off it (copy, drop children
-    /// first so no cascade fires, rename — SQLite rewrites the references — and re-index).
-    static let devicesPerUser: [Migration.Statement] = {
-        let noop = "SELECT 1"
-        let sqliteOnly: [String] = [
-            """
-            CREATE TABLE devices_v7 (
-                id TEXT PRIMARY KEY,
-                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                installation_id TEXT NOT NULL,
-                platform TEXT NOT NULL CHECK (platform IN ('ios', 'android', 'web')),
-                push_token TEXT,
-                push_token_status TEXT NOT NULL DEFAULT 'active',
-                voip_token TEXT,
-                voip_token_status TEXT,
-                app_version TEXT,
-                device_name TEXT,
-                locale TEXT,
-                notifications_enabled INTEGER,
-                full_screen_intent_allowed INTEGER,
-                ignoring_battery_optimizations INTEGER,
-                manufacturer TEXT,
-                os_version TEXT,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL,
-                token_refreshed_at BIGINT NOT NULL,
-                last_push_at BIGINT,
-                last_ack_at BIGINT,
-                last_success_at BIGINT,
-                consecutive_failures INTEGER NOT NULL DEFAULT 0,
-                last_error TEXT,
-                last_error_at BIGINT)
-            """,
-            "INSERT INTO devices_v7 SELECT * FROM devices",
-            """
-            CREATE TABLE push_jobs_v7 (
-                id TEXT PRIMARY KEY,
-                device_id TEXT NOT NULL REFERENCES devices_v7(id) ON DELETE CASCADE,
-                user_id TEXT NOT NULL,
-                kind TEXT NOT NULL CHECK (kind IN ('visit_ring', 'ring_cancelled', 'delivery', 'test')),
-                platform TEXT NOT NULL,
-                token_kind TEXT NOT NULL CHECK (token_kind IN ('push', 'voip')),
-                token TEXT NOT NULL,
-                visit_id TEXT,
-                message TEXT NOT NULL,
-                status TEXT NOT NULL DEFAULT 'pending'
-                    CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'expired', 'cancelled')),
-                attempts INTEGER NOT NULL DEFAULT 0,
-                next_attempt_at BIGINT NOT NULL,
-                deadline_at BIGINT NOT NULL,
-                lease_owner TEXT,
-                lease_until BIGINT,
-                created_at BIGINT NOT NULL,
-                sent_at BIGINT,
-                acked_at BIGINT,
-                provider_id TEXT,
-                last_error TEXT)
-            """,
-            "INSERT INTO push_jobs_v7 SELECT * FROM push_jobs",
-            """
-            CREATE TABLE push_attempts_v7 (
-                id TEXT PRIMARY KEY,
-                push_id TEXT NOT NULL REFERENCES push_jobs_v7(id) ON DELETE CASCADE,
-                device_id TEXT NOT NULL,
-                attempt INTEGER NOT NULL,
-                at BIGINT NOT NULL,
-                provider TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                http_status INTEGER,
-                reason TEXT,
-                duration_ms INTEGER,
-                instance TEXT NOT NULL)
-            """,
-            "INSERT INTO push_attempts_v7 SELECT * FROM push_attempts",
-            "DROP TABLE push_attempts",
-            "DROP TABLE push_jobs",
-            "DROP TABLE devices",
-            "ALTER TABLE devices_v7 RENAME TO devices",
-            "ALTER TABLE push_jobs_v7 RENAME TO push_jobs",
-            "ALTER TABLE push_attempts_v7 RENAME TO push_attempts",
-            "CREATE INDEX devices_user ON devices (user_id)",
-            "CREATE UNIQUE INDEX devices_push_token ON devices (push_token)",
-            "CREATE UNIQUE INDEX devices_voip_token ON devices (voip_token)",
-            "CREATE INDEX push_jobs_due ON push_jobs (status, next_attempt_at)",
-            "CREATE INDEX push_jobs_device ON push_jobs (device_id, status)",
-            "CREATE INDEX push_jobs_visit ON push_jobs (visit_id)",
-            "CREATE INDEX push_attempts_push ON push_attempts (push_id)",
-        ]
-        return sqliteOnly.map { Migration.Statement($0, postgres: noop) } + [
-            .init("SELECT 1", postgres: "ALTER TABLE devices DROP CONSTRAINT IF EXISTS devices_installation_id_key"),
-            .init("CREATE UNIQUE INDEX devices_user_installation ON devices (user_id, installation_id)"),
-        ]
-    }()
 
     /// One-time tickets that let a browser open `/v1/realtime` without putting a
     /// long-lived token in a URL.
@@ -338,30 +177,9 @@ public enum Schema {
                 PRIMARY KEY (user_id, company_id))
             """),
         .init("CREATE INDEX memberships_company ON memberships (company_id)"),
-        .init("""
-            CREATE TABLE membership_permissions (
-                user_id TEXT NOT NULL,
-                company_id TEXT NOT NULL,
-                permission TEXT NOT NULL,
-                PRIMARY KEY (user_id, company_id, permission),
-                FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
-            """),
-        .init("""
-            CREATE TABLE membership_sectors (
-                user_id TEXT NOT NULL,
-                company_id TEXT NOT NULL,
-                sector_id TEXT NOT NULL REFERENCES sectors(id) ON DELETE CASCADE,
-                PRIMARY KEY (user_id, company_id, sector_id),
-                FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
-            """),
-        .init("""
-            CREATE TABLE membership_units (
-                user_id TEXT NOT NULL,
-                company_id TEXT NOT NULL,
-                unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
-                PRIMARY KEY (user_id, company_id, unit_id),
-                FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
-            """),
+        .init(membershipTable("membership_permissions", column: "permission", "TEXT NOT NULL")),
+        .init(membershipTable("membership_sectors", column: "sector_id", "TEXT NOT NULL REFERENCES sectors(id) ON DELETE CASCADE")),
+        .init(membershipTable("membership_units", column: "unit_id", "TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE")),
         .init("CREATE INDEX membership_units_unit ON membership_units (unit_id)"),
         .init("""
             CREATE TABLE unit_ring_order (
@@ -433,86 +251,15 @@ public enum Schema {
             """),
     ]
 
-    /// Devices and their tokens, the push outbox and every delivery attempt.
-    static let push: [Migration.Statement] = [
-        // Token statuses: active | unregistered (the provider refused it) | moved (another
-        // installation registered it) | missing. Tokens of an inactive status are kept for the
-        // admin panel but never pushed to.
-        .init("""
-            CREATE TABLE devices (
-                id TEXT PRIMARY KEY,
-                user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-                installation_id TEXT NOT NULL UNIQUE,
-                platform TEXT NOT NULL CHECK (platform IN ('ios', 'android', 'web')),
-                push_token TEXT,
-                push_token_status TEXT NOT NULL DEFAULT 'active',
-                voip_token TEXT,
-                voip_token_status TEXT,
-                app_version TEXT,
-                device_name TEXT,
-                locale TEXT,
-                notifications_enabled INTEGER,
-                full_screen_intent_allowed INTEGER,
-                ignoring_battery_optimizations INTEGER,
-                manufacturer TEXT,
-                os_version TEXT,
-                created_at BIGINT NOT NULL,
-                updated_at BIGINT NOT NULL,
-                token_refreshed_at BIGINT NOT NULL,
-                last_push_at BIGINT,
-                last_ack_at BIGINT,
-                last_success_at BIGINT,
-                consecutive_failures INTEGER NOT NULL DEFAULT 0,
-                last_error TEXT,
-                last_error_at BIGINT)
-            """),
-        .init("CREATE INDEX devices_user ON devices (user_id)"),
-        // A token identifies one app install: it may sit on one device row only.
-        .init("CREATE UNIQUE INDEX devices_push_token ON devices (push_token)"),
-        .init("CREATE UNIQUE INDEX devices_voip_token ON devices (voip_token)"),
-        // The outbox: one row per (push, device), written in the transaction of the event.
-        // The id is the push_id the payload carries and the app acknowledges.
-        .init("""
-            CREATE TABLE push_jobs (
-                id TEXT PRIMARY KEY,
-                device_id TEXT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
-                user_id TEXT NOT NULL,
-                kind TEXT NOT NULL CHECK (kind IN ('visit_ring', 'ring_cancelled', 'delivery', 'test')),
-                platform TEXT NOT NULL,
-                token_kind TEXT NOT NULL CHECK (token_kind IN ('push', 'voip')),
-                token TEXT NOT NULL,
-                visit_id TEXT,
-                message TEXT NOT NULL,
-                status TEXT NOT NULL DEFAULT 'pending'
-                    CHECK (status IN ('pending', 'sending', 'sent', 'failed', 'expired', 'cancelled')),
-                attempts INTEGER NOT NULL DEFAULT 0,
-                next_attempt_at BIGINT NOT NULL,
-                deadline_at BIGINT NOT NULL,
-                lease_owner TEXT,
-                lease_until BIGINT,
-                created_at BIGINT NOT NULL,
-                sent_at BIGINT,
-                acked_at BIGINT,
-                provider_id TEXT,
-                last_error TEXT)
-            """),
-        .init("CREATE INDEX push_jobs_due ON push_jobs (status, next_attempt_at)"),
-        .init("CREATE INDEX push_jobs_device ON push_jobs (device_id, status)"),
-        .init("CREATE INDEX push_jobs_visit ON push_jobs (visit_id)"),
-        .init("""
-            CREATE TABLE push_attempts (
-                id TEXT PRIMARY KEY,
-                push_id TEXT NOT NULL REFERENCES push_jobs(id) ON DELETE CASCADE,
-                device_id TEXT NOT NULL,
-                attempt INTEGER NOT NULL,
-                at BIGINT NOT NULL,
-                provider TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                http_status INTEGER,
-                reason TEXT,
-                duration_ms INTEGER,
-                instance TEXT NOT NULL)
-            """),
-        .init("CREATE INDEX push_attempts_push ON push_attempts (push_id)"),
-    ]
+    /// What a membership holds (permissions, sectors, units): rows that go with it.
+    private static func membershipTable(_ name: String, column: String, _ definition: String) -> String {
+        """
+        CREATE TABLE \(name) (
+            user_id TEXT NOT NULL,
+            company_id TEXT NOT NULL,
+            \(column) \(definition),
+            PRIMARY KEY (user_id, company_id, \(column)),
+            FOREIGN KEY (user_id, company_id) REFERENCES memberships(user_id, company_id) ON DELETE CASCADE)
+        """
+    }
 }

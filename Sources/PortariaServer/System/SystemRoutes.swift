@@ -45,7 +45,7 @@ struct SystemRoutes {
         router.get("/readyz") { _ in await readiness.answer() }
         let path = openAPIPath
         let cached = Locked<[UInt8]?>(nil)
-        router.get("/v1/openapi.yaml") { _ in
+        router.add(APIRoutes.openAPIDocument) { _ in
             if let body = cached.current { return HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: body) }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw HTTPError.notFound("the OpenAPI document is not installed on this server")

@@ -122,4 +122,23 @@ extension Schema {
         .init("CREATE INDEX events_company_seq ON events (company_id, seq)"),
         .init("CREATE INDEX events_visit ON events (visit_id, seq)"),
     ]
+
+    /// Migration 15: the background queries on visits read what is still open, not the
+    /// building's history. The scheduler expires unresolved visits past their 24 h several
+    /// times a second: through `visits_expires` it walked every visit that ever expired
+    /// (all of them, after the first day); the partial index holds only the visits still
+    /// ringing, answered or unanswered. The retention sweep blanks the coordinates of
+    /// visits older than the retention days: only visits that still carry a location are
+    /// in `visits_with_location`, so each sweep reads those instead of every visit.
+    static let visitsHistoryIndexes: [Migration.Statement] = [
+        .init("""
+            CREATE INDEX visits_open_expires ON visits (expires_at)
+            WHERE status IN ('ringing', 'answered', 'unanswered')
+            """),
+        .init("DROP INDEX visits_expires"),
+        .init("""
+            CREATE INDEX visits_with_location ON visits (created_at)
+            WHERE location_lat IS NOT NULL OR location_lon IS NOT NULL OR location_accuracy_m IS NOT NULL
+            """),
+    ]
 }

@@ -109,6 +109,22 @@ struct AuthServiceTests {
         }
     }
 
+    @Test("a phone that is no phone number is a 400 naming the field, on send and on verify", arguments: backends)
+    func badPhone(backend: Backend) async throws {
+        try await AuthFixture.with(backend) { fixture in
+            let send = await httpError { try await fixture.auth.sendOTP(OTPSendRequest(phone: "not a phone"), clientAddress: "10.5.0.1") }
+            #expect(send?.status == 400)
+            #expect(send?.body == HTTPError.invalidRequest(
+                "phone must be a phone number: +5511999990001, or a national number with area code such as (11) 99999-0001",
+                field: "phone").body)
+            let verify = await httpError {
+                _ = try await fixture.auth.verifyOTP(OTPVerifyRequest(phone: "not a phone", code: "123456"), clientAddress: "10.5.0.1")
+            }
+            #expect(verify?.status == 400)
+            #expect(verify?.body == HTTPError.invalidRequest("phone must be a phone number with country code", field: "phone").body)
+        }
+    }
+
     @Test("failed logins past the limit get 429 with Retry-After, per account and address", arguments: backends)
     func throttling(backend: Backend) async throws {
         try await AuthFixture.with(backend, loginLimit: 3) { fixture in

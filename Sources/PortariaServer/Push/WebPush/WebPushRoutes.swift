@@ -9,7 +9,7 @@ struct WebPushRoutes {
 
     func register(on router: Router) {
         let key = vapid.publicKeyBase64URL
-        router.get("/v1/push/web/vapid_public_key") { _ in
+        router.add(APIRoutes.vapidPublicKey) { _ in
             .json(JSONValue.object(["public_key": .string(key)]))
         }
     }

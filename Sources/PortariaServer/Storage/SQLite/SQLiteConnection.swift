@@ -8,8 +8,10 @@ final class SQLiteConnection: SQLConnection {
     let transactionHooks = TransactionHooks()
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
+    private let statementLog: SQLStatementLog?
 
-    init(path: String, readOnly: Bool) throws {
+    init(path: String, readOnly: Bool, statementLog: SQLStatementLog? = nil) throws {
+        self.statementLog = statementLog
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE))
             | SQLITE_OPEN_NOMUTEX
         var handle: OpaquePointer?
@@ -68,6 +70,7 @@ final class SQLiteConnection: SQLConnection {
         try check(sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), sql)
         guard let statement else { throw StorageError.failed("empty statement") }
         statements[sql] = statement
+        statementLog?.note(sql)
         return statement
     }
 

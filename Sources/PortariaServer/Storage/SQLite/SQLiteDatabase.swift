@@ -13,6 +13,8 @@ public final class SQLiteDatabase: SQLDatabase {
     /// Logs where a fault of this file (disk full, I/O error) starts and ends.
     public let faults: StorageFaultWatch
     public var faultWatch: StorageFaultWatch? { faults }
+    /// Every distinct statement the connections have prepared (the query plan tests).
+    public let statementLog = SQLStatementLog()
 
     public init(path: String, readerCount: Int = 4, log: Log = .shared) throws {
         self.path = path
@@ -22,15 +24,16 @@ public final class SQLiteDatabase: SQLDatabase {
         if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
             throw StorageError.unavailable("sqlite: directory \(directory) does not exist")
         }
-        let writerConnection = try SQLiteConnection(path: path, readOnly: false)
+        let writerConnection = try SQLiteConnection(path: path, readOnly: false, statementLog: statementLog)
         // WAL lets readers proceed while the writer commits; FULL makes every commit
         // durable before the HTTP answer leaves (an accepted action survives a power cut,
         // not only a process crash).
         try writerConnection.run("PRAGMA journal_mode = WAL")
         try writerConnection.run("PRAGMA synchronous = FULL")
         writer = ConnectionPool(connections: [writerConnection], label: "portaria.sqlite.writer")
+        let statementLog = self.statementLog
         readers = ConnectionPool(connections: try (0..<max(1, readerCount)).map { _ in
-            try SQLiteConnection(path: path, readOnly: true)
+            try SQLiteConnection(path: path, readOnly: true, statementLog: statementLog)
         }, label: "portaria.sqlite.readers")
     }
 

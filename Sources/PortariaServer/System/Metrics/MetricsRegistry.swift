@@ -29,23 +29,42 @@ protocol MetricFamily: Sendable {
     func render(into text: inout String)
 }
 
-/// A counter per label set (`*_total`). Recording takes one lock and a hash lookup.
-public final class CounterFamily: MetricFamily {
+/// What a family of one value per label set is, as its `# TYPE` line says.
+public protocol ScalarMetricKind: Sendable {
+    static var typeName: String { get }
+}
+
+/// Counters (`*_total`): only go up.
+public enum CounterKind: ScalarMetricKind { public static let typeName = "counter" }
+/// Gauges: set at scrape time, or moved up and down as things open and close.
+public enum GaugeKind: ScalarMetricKind { public static let typeName = "gauge" }
+
+public typealias CounterFamily = ScalarFamily<CounterKind>
+public typealias GaugeFamily = ScalarFamily<GaugeKind>
+
+/// One value per label set. Recording takes one lock and a hash lookup.
+public final class ScalarFamily<Kind: ScalarMetricKind>: MetricFamily {
     let name: String
     let help: String
     let labelNames: [String]
-    private let values = Locked<[MetricLabels: Double]>([:])
+    private let values: Locked<[MetricLabels: Double]>
     /// Label sets beyond this are folded into one whose values are all `other`: a
     /// provider's free-text reason must not grow the scrape without bound.
     let maxSeries: Int
 
-    init(name: String, help: String, labelNames: [String], maxSeries: Int) {
+    init(name: String, help: String, labelNames: [String], maxSeries: Int = .max) {
         precondition(labelNames.count <= 3, "at most three labels")
         (self.name, self.help, self.labelNames, self.maxSeries) = (name, help, labelNames, maxSeries)
+        // A gauge without labels exists from the start (0), so an alert can see it.
+        values = Locked(Kind.self == GaugeKind.self && labelNames.isEmpty ? [MetricLabels(): 0] : [:])
     }
 
-    /// Adds `amount` (≥ 0) to the series of `labels`.
-    public func increment(_ labels: MetricLabels = MetricLabels(), by amount: Double = 1) {
+    /// The current value of one series (tests).
+    public func value(_ labels: MetricLabels = MetricLabels()) -> Double { values.current[labels] ?? 0 }
+
+    /// Adds `amount` to the series of `labels`, or to the overflow series when `maxSeries`
+    /// label sets exist already.
+    fileprivate func add(_ amount: Double, to labels: MetricLabels) {
         values.withLock { values in
             if values[labels] == nil && values.count >= maxSeries {
                 values[MetricLabels(overflowValue(0), overflowValue(1), overflowValue(2)), default: 0] += amount
@@ -55,43 +74,26 @@ public final class CounterFamily: MetricFamily {
         }
     }
 
-    /// The current value of one series (tests).
-    public func value(_ labels: MetricLabels = MetricLabels()) -> Double { values.current[labels] ?? 0 }
+    fileprivate func set(_ value: Double, at labels: MetricLabels) { values.withLock { $0[labels] = value } }
 
     private func overflowValue(_ index: Int) -> String { index < labelNames.count ? "other" : "" }
 
     func render(into text: inout String) {
-        MetricsText.header(name: name, help: help, type: "counter", into: &text)
+        MetricsText.header(name: name, help: help, type: Kind.typeName, into: &text)
         for (labels, value) in values.current.sorted(by: { MetricsText.order($0.key, $1.key) }) {
             MetricsText.sample(name, labelNames: labelNames, labels, value: value, into: &text)
         }
     }
 }
 
-/// A gauge per label set: set at scrape time, or moved up and down as things open and close.
-public final class GaugeFamily: MetricFamily {
-    let name: String
-    let help: String
-    let labelNames: [String]
-    private let values: Locked<[MetricLabels: Double]>
+extension ScalarFamily where Kind == CounterKind {
+    /// Adds `amount` (≥ 0) to the series of `labels`.
+    public func increment(_ labels: MetricLabels = MetricLabels(), by amount: Double = 1) { add(amount, to: labels) }
+}
 
-    init(name: String, help: String, labelNames: [String]) {
-        precondition(labelNames.count <= 3, "at most three labels")
-        (self.name, self.help, self.labelNames) = (name, help, labelNames)
-        // A gauge without labels exists from the start (0), so an alert can see it.
-        values = Locked(labelNames.isEmpty ? [MetricLabels(): 0] : [:])
-    }
-
-    public func set(_ value: Double, _ labels: MetricLabels = MetricLabels()) { values.withLock { $0[labels] = value } }
-    public func add(_ amount: Double, _ labels: MetricLabels = MetricLabels()) { values.withLock { $0[labels, default: 0] += amount } }
-    public func value(_ labels: MetricLabels = MetricLabels()) -> Double { values.current[labels] ?? 0 }
-
-    func render(into text: inout String) {
-        MetricsText.header(name: name, help: help, type: "gauge", into: &text)
-        for (labels, value) in values.current.sorted(by: { MetricsText.order($0.key, $1.key) }) {
-            MetricsText.sample(name, labelNames: labelNames, labels, value: value, into: &text)
-        }
-    }
+extension ScalarFamily where Kind == GaugeKind {
+    public func set(_ value: Double, _ labels: MetricLabels = MetricLabels()) { set(value, at: labels) }
+    public func add(_ amount: Double, _ labels: MetricLabels = MetricLabels()) { add(amount, to: labels) }
 }
 
 /// A histogram per label set: cumulative buckets at render, plain counts when recording.

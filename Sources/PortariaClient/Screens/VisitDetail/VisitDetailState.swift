@@ -54,7 +54,7 @@ public struct VisitDetailState: Sendable, Equatable {
             return seconds < 60 ? "\(seconds)s" : "\(seconds / 60)min \(seconds % 60)s"
         }
         timeline = visit.attempts.sorted { ($0.at, $0.id) < ($1.at, $1.id) }
-            .map { TimelineEntry(id: $0.id, kind: $0.kind, text: ClientText.attempt($0, timeZone: timeZone)) }
+            .map { TimelineEntry(id: $0.id, kind: $0.kind, text: ClientText.attempt($0, timeZone: timeZone, resolution: visit.resolution)) }
     }
 
     /// The server gives media as paths under its own origin (`/v1/visits/…/photo`); an
