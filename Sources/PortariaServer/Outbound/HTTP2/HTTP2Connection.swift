@@ -18,6 +18,8 @@ final class HTTP2Exchange {
     var headersSent = false
     var bodyOffset = 0
     var status = 0
+    /// The peer ended its side of the stream: the answer is whole, whatever reset follows.
+    var responseComplete = false
     var headers: [String: String] = [:]
     var body: [UInt8] = []
 
@@ -77,8 +79,10 @@ final class HTTP2Connection {
     var state: State = .connecting
     /// Requests on this connection by stream id.
     var streams: [Int32: HTTP2Exchange] = [:]
-    /// Whether the peer's first SETTINGS arrived: until then one stream, so a server that
-    /// allows fewer than nghttp2's assumption never sees the excess.
+    /// Whether the peer's first SETTINGS arrived. No stream opens before: a peer that
+    /// allows fewer streams, or smaller windows, than the protocol's defaults would see
+    /// the excess as an error (nghttpd with 1 KiB windows reset a body sent before its
+    /// SETTINGS with FLOW_CONTROL_ERROR). The server sends them right after the handshake.
     var settingsReceived = false
     /// GOAWAY arrived: no new streams; the ones at or below its last stream id finish here.
     var draining = false
@@ -103,7 +107,7 @@ final class HTTP2Connection {
 
     /// Streams allowed at once: the peer's SETTINGS_MAX_CONCURRENT_STREAMS and ours.
     func streamLimit(_ ours: Int) -> Int {
-        guard let session, settingsReceived else { return 1 }
+        guard let session, settingsReceived else { return 0 }
         let theirs = nghttp2_session_get_remote_settings(session.handle, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
         return min(ours, Int(theirs))
     }
@@ -293,6 +297,10 @@ final class HTTP2Connection {
             guard let frame else { return 0 }
             let type = frame.pointee.hd.type
             let ack = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
+            if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
+               type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
+                connection.streams[frame.pointee.hd.stream_id]?.responseComplete = true
+            }
             if type == UInt8(NGHTTP2_SETTINGS.rawValue), !ack {
                 connection.settingsReceived = true
             } else if type == UInt8(NGHTTP2_GOAWAY.rawValue) {
@@ -316,10 +324,13 @@ final class HTTP2Connection {
     /// sent, or refused: RFC 9113 §8.7, as GOAWAY does above its last stream id) — back
     /// to the client's queue; otherwise a transport error, never a second send.
     private func streamClosed(_ exchange: HTTP2Exchange, errorCode: UInt32) {
-        if errorCode == NGHTTP2_NO_ERROR.rawValue, exchange.status != 0 {
+        // A peer may answer before the request body is all sent and then reset the rest
+        // (RFC 9113 §8.1): the answer counts.
+        if exchange.status != 0, errorCode == NGHTTP2_NO_ERROR.rawValue || exchange.responseComplete {
             exchange.finish(.success(OutboundResponse(status: exchange.status, headers: exchange.headers, body: exchange.body)))
         } else if !exchange.headersSent || errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
             exchange.status = 0
+            exchange.responseComplete = false
             exchange.headers = [:]
             exchange.body = []
             exchange.bodyOffset = 0
