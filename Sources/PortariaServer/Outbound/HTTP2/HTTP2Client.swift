@@ -225,6 +225,9 @@ public final class HTTP2Client: @unchecked Sendable {
             case .wantWrite: connection.handshakeWantsWrite = true
             case .done:
                 try connection.start()
+                // The handshake's last read may have taken the peer's SETTINGS into
+                // OpenSSL's buffer: the socket will not poll readable for them.
+                if !connection.receive(readBuffer) || !connection.flush() { return lost(connection) }
                 admit()
                 if !connection.flush() { lost(connection) }
             }
