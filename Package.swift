@@ -28,13 +28,15 @@ let package = Package(
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2",
+                       providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]),
 
         // MARK: Swift layers
         .target(name: "PortariaCore"),
         .target(name: "PortariaWebSocket", dependencies: ["PortariaCore", "CWslay", "COpenSSL"]),
         .target(name: "PortariaServer",
                 dependencies: ["PortariaCore", "PortariaWebSocket", "CMicroHTTPD",
-                               "CSQLite", "CLibPQ", "COpenSSL", "CArgon2", "CCurl"]),
+                               "CSQLite", "CLibPQ", "COpenSSL", "CArgon2", "CCurl", "CNghttp2"]),
         // The wslay transport is Linux-only (Apple platforms use URLSessionWebSocketTask), and
         // wslay/OpenSSL are not system libraries on iOS: depend on it only where it is used.
         .target(name: "PortariaClient",

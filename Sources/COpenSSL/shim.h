@@ -12,6 +12,14 @@
 #include <openssl/ecdsa.h>
 #include <openssl/ec.h>
 #include <openssl/obj_mac.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+// TLS for the HTTP/2 push client. These OpenSSL calls are macros over SSL_ctrl and
+// SSL_CTX_ctrl, which Swift cannot call.
+static inline long portaria_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline int portaria_ssl_ctx_set_min_tls12(SSL_CTX *ctx) { return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION); }
+static inline int portaria_ssl_set_sni(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 
 // P-256 helpers for Web Push (RFC 8291 ECDH, RFC 8292 VAPID). Swift cannot call
 // OpenSSL's function-like macros (EVP_EC_gen, EVP_PKEY_assign_EC_KEY), so the few steps

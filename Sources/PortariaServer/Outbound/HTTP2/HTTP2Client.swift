@@ -1,0 +1,424 @@
+import CNghttp2
+import COpenSSL
+import Foundation
+import PortariaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Owns the two ends of a non-blocking pipe: how callers wake the I/O thread out of `poll`.
+final class WakePipe {
+    let readEnd: Int32
+    let writeEnd: Int32
+
+    init() throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw OutboundHTTPError.transport("pipe: \(String(cString: strerror(errno)))") }
+        readEnd = ends[0]
+        writeEnd = ends[1]
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+    }
+
+    func wake() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(writeEnd, &byte, 1)
+    }
+
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while Glibc.read(readEnd, &buffer, buffer.count) > 0 {}
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+}
+
+/// HTTP/2 client for APNs, FCM and Web Push on libnghttp2 over OpenSSL (decision 0113).
+///
+/// One dedicated thread does all the I/O (`poll`); callers hand it requests through a
+/// locked queue and wake it through a pipe, so a request is framed and written as soon as
+/// it is handed over. Each origin gets one connection: up to the smaller of the peer's
+/// SETTINGS_MAX_CONCURRENT_STREAMS and `maxConcurrentStreams` requests ride it at once,
+/// the rest wait here in order — load never opens a second connection.
+///
+/// A request whose HEADERS never left, or that the peer refused (REFUSED_STREAM, which is
+/// how nghttp2 closes the streams above a GOAWAY's last stream id), goes again on a new
+/// connection; one the peer may have seen is never sent twice: when its connection dies
+/// it fails as a transport error, and the provider's outbox decides. An idle connection
+/// is checked with PING; a PING without answer closes it.
+public final class HTTP2Client: @unchecked Sendable {
+    // Touched only by the loop thread: `connections`, `draining`, `waiting`, `readBuffer`.
+    // Locked: `incoming`, `stopped`.
+    private let context: TLSContext
+    private let wakePipe: WakePipe
+    private let maxConcurrentStreams: Int
+    private let pingInterval: Duration
+    private let incoming = Locked<[HTTP2Exchange]>([])
+    private let stopped = Locked(false)
+    private var loopThread = pthread_t()
+    private let threadName: String
+    private let log: Log
+    /// The connection each origin's new streams go on.
+    private var connections: [Origin: HTTP2Connection] = [:]
+    /// Connections after GOAWAY, finishing the streams they still carry.
+    private var draining: [HTTP2Connection] = []
+    /// Requests waiting for a stream, per origin, oldest first.
+    private var waiting: [Origin: Deque] = [:]
+    private var nextExpiryScan = ContinuousClock.now
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
+    /// TCP connections opened so far (tests and benchmarks: proves reuse).
+    public let connectionsOpened = Locked(0)
+    /// The most streams one connection has had open at once (tests: the limit held).
+    public let peakStreams = Locked(0)
+    private var peakSeen = 0
+
+    /// A request goes on at most this many connections (GOAWAY or a refusal each time).
+    static let maxAttempts = 3
+    /// How long a PING may wait for its answer before the connection counts as dead.
+    static let pingTimeout: Duration = .seconds(10)
+
+    /// - Parameters:
+    ///   - caFile: a CA bundle to trust instead of the system's (tests use a local CA).
+    ///   - maxConcurrentStreams: requests in flight on one connection; more wait in this
+    ///     client's queue. The peer's SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
+    ///   - pingInterval: an idle connection is checked with PING this often.
+    public init(caFile: String? = nil, maxConcurrentStreams: Int = 100, pingInterval: Duration = .seconds(60),
+                label: String = "http2", log: Log = .shared) throws {
+        context = try TLSContext(caFile: caFile)
+        wakePipe = try WakePipe()
+        self.maxConcurrentStreams = max(1, maxConcurrentStreams)
+        self.pingInterval = pingInterval
+        self.log = log
+        threadName = String("portaria.\(label)".utf8.prefix(15)) ?? "portaria.http2"
+        // A joinable pthread, not a Foundation `Thread`: `shutdown()` must wait for the
+        // thread's exit, so OpenSSL's thread-exit destructor (its per-thread DRBGs) has
+        // run before `exit()` (decision 0053).
+        let opaque = Unmanaged.passRetained(self).toOpaque()
+        let status = pthread_create(&loopThread, nil, { opaque in
+            let client = Unmanaged<HTTP2Client>.fromOpaque(opaque!).takeRetainedValue()
+            Thread.current.name = client.threadName
+            client.run()
+            return nil
+        }, opaque)
+        guard status == 0 else {
+            Unmanaged<HTTP2Client>.fromOpaque(opaque).release()
+            throw OutboundHTTPError.transport("cannot start the HTTP/2 loop thread: \(String(cString: strerror(status)))")
+        }
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    /// Sends one request (an `https://` URL) over its origin's connection.
+    public func send(_ request: OutboundRequest) async throws -> OutboundResponse {
+        guard let (origin, path) = Origin.split(request.url) else {
+            throw OutboundHTTPError.transport("not an https URL: \(request.url)")
+        }
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(max(1, Int(request.timeout * 1000))))
+        return try await withCheckedThrowingContinuation { continuation in
+            let exchange = HTTP2Exchange(request: request, origin: origin, path: path, deadline: deadline, continuation: continuation)
+            let wake = incoming.withLock { pending -> Bool? in
+                guard !stopped.current else { return nil }
+                pending.append(exchange)
+                // One wake-up per batch: the loop takes the whole queue at once.
+                return pending.count == 1
+            }
+            switch wake {
+            case nil: exchange.finish(.failure(OutboundHTTPError.transport("HTTP/2 client is shut down")))
+            case true?: wakePipe.wake()
+            case false?: break
+            }
+        }
+    }
+
+    /// Fails what is in flight, stops the loop thread and waits until it has exited.
+    public func shutdown() {
+        let already = stopped.withLock { value -> Bool in
+            defer { value = true }
+            return value
+        }
+        guard !already else { return }
+        wakePipe.wake()
+        let status = pthread_join(loopThread, nil)
+        precondition(status == 0, "pthread_join of the HTTP/2 loop thread: \(status)")
+    }
+
+    // MARK: the loop thread
+
+    private func run() {
+        var descriptors: [pollfd] = []
+        var polled: [HTTP2Connection] = []
+        while true {
+            wakePipe.drain()
+            let (taken, stop) = incoming.withLock { pending -> ([HTTP2Exchange], Bool) in
+                defer { pending.removeAll(keepingCapacity: true) }
+                return (pending, stopped.current)
+            }
+            if stop {
+                stopAll(taken)
+                return
+            }
+            for exchange in taken { waiting[exchange.origin, default: Deque()].append(exchange) }
+            let now = ContinuousClock.now
+            expire(now)
+            admit()
+            keepAlive(now)
+            for connection in Array(connections.values) + draining where connection.state == .open {
+                if !connection.flush() { lost(connection) }
+            }
+            descriptors.removeAll(keepingCapacity: true)
+            polled.removeAll(keepingCapacity: true)
+            descriptors.append(pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0))
+            for connection in Array(connections.values) + draining {
+                var events = Int16(POLLIN)
+                switch connection.state {
+                case .connecting: events = Int16(POLLOUT)
+                case .handshaking: events = connection.handshakeWantsWrite ? Int16(POLLOUT) : Int16(POLLIN)
+                case .open: if connection.wantsWrite { events |= Int16(POLLOUT) }
+                case .closed: continue
+                }
+                descriptors.append(pollfd(fd: connection.socket.descriptor, events: events, revents: 0))
+                polled.append(connection)
+            }
+            // Deadlines are looked at every 100 ms while anything waits or flies; PINGs
+            // at least every second.
+            let busy = !waiting.isEmpty || connections.values.contains { !$0.streams.isEmpty } || !draining.isEmpty
+            _ = poll(&descriptors, nfds_t(descriptors.count), busy ? 100 : 1000)
+            for (index, connection) in polled.enumerated() {
+                let revents = descriptors[index + 1].revents
+                guard revents != 0 else { continue }
+                progress(connection, readable: revents & Int16(POLLIN | POLLHUP | POLLERR) != 0)
+            }
+        }
+    }
+
+    /// Moves one connection on after its socket became ready.
+    private func progress(_ connection: HTTP2Connection, readable: Bool) {
+        switch connection.state {
+        case .connecting:
+            let error = connection.socket.connectError()
+            guard error == 0 else {
+                return unreachable(connection, "connect to \(connection.origin.authority): \(String(cString: strerror(error)))")
+            }
+            connection.state = .handshaking
+            handshake(connection)
+        case .handshaking:
+            handshake(connection)
+        case .open:
+            if readable && !connection.receive(readBuffer) { return lost(connection) }
+            if !connection.flush() { return lost(connection) }
+            requeue(connection)
+            if connection.draining && connection.finished { retire(connection) }
+        case .closed:
+            break
+        }
+    }
+
+    private func handshake(_ connection: HTTP2Connection) {
+        do {
+            switch try connection.tls.handshake() {
+            case .wantRead: connection.handshakeWantsWrite = false
+            case .wantWrite: connection.handshakeWantsWrite = true
+            case .done:
+                try connection.start()
+                // The handshake's last read may have taken the peer's SETTINGS into
+                // OpenSSL's buffer: the socket will not poll readable for them.
+                if !connection.receive(readBuffer) || !connection.flush() { return lost(connection) }
+                admit()
+                if !connection.flush() { lost(connection) }
+            }
+        } catch {
+            unreachable(connection, "\(error)")
+        }
+    }
+
+    /// Starts waiting requests on their origin's connection, opening it when there is none.
+    private func admit() {
+        for origin in Array(waiting.keys) {
+            guard var queue = waiting[origin] else { continue }
+            var connection = connections[origin]
+            if connection == nil {
+                do {
+                    let opened = try HTTP2Connection(origin: origin, context: context)
+                    connectionsOpened.withLock { $0 += 1 }
+                    connections[origin] = opened
+                    connection = opened
+                } catch {
+                    queue.failAll(error)
+                    waiting[origin] = nil
+                    continue
+                }
+            }
+            guard let connection, connection.canStartStreams else { continue }
+            let limit = connection.streamLimit(maxConcurrentStreams)
+            while connection.streams.count < limit, let exchange = queue.popFirst() {
+                do {
+                    try connection.submit(exchange)
+                } catch {
+                    exchange.finish(.failure(error))
+                }
+            }
+            waiting[origin] = queue.isEmpty ? nil : queue
+            if connection.streams.count > peakSeen {
+                peakSeen = connection.streams.count
+                peakStreams.withLock { $0 = peakSeen }
+            }
+        }
+    }
+
+    /// Requests a connection handed back (refused, or never sent) wait again, first in
+    /// line; GOAWAY moves the connection aside so the next admission opens a new one.
+    private func requeue(_ connection: HTTP2Connection) {
+        if connection.draining, connections[connection.origin] === connection {
+            connections[connection.origin] = nil
+            draining.append(connection)
+        }
+        guard !connection.retryable.isEmpty else { return }
+        var queue = waiting[connection.origin] ?? Deque()
+        for exchange in connection.retryable.reversed() {
+            if exchange.attempts >= Self.maxAttempts {
+                exchange.finish(.failure(OutboundHTTPError.transport("refused by \(connection.origin.authority) \(exchange.attempts) times")))
+            } else {
+                queue.prepend(exchange)
+            }
+        }
+        connection.retryable.removeAll()
+        if !queue.isEmpty { waiting[connection.origin] = queue }
+    }
+
+    /// The connection died (peer gone, reset, protocol error): streams the peer may have
+    /// seen fail, the others wait for the next connection.
+    private func lost(_ connection: HTTP2Connection) {
+        let reason = connection.failure ?? "connection lost"
+        for exchange in connection.streams.values {
+            if exchange.headersSent {
+                exchange.finish(.failure(OutboundHTTPError.transport("\(connection.origin.authority): \(reason)")))
+            } else {
+                connection.retryable.append(exchange)
+            }
+        }
+        connection.streams.removeAll()
+        connection.draining = true
+        requeue(connection)
+        retire(connection)
+    }
+
+    /// Connecting or the TLS handshake failed: everything waiting for that origin fails
+    /// (a new attempt starts with the next request, not in a loop).
+    private func unreachable(_ connection: HTTP2Connection, _ reason: String) {
+        let error = OutboundHTTPError.transport(reason)
+        for exchange in connection.streams.values { exchange.finish(.failure(error)) }
+        connection.streams.removeAll()
+        if connections[connection.origin] === connection {
+            connections[connection.origin] = nil
+            waiting[connection.origin]?.failAll(error)
+            waiting[connection.origin] = nil
+        }
+        retire(connection)
+    }
+
+    private func retire(_ connection: HTTP2Connection) {
+        connection.close()
+        if connections[connection.origin] === connection { connections[connection.origin] = nil }
+        draining.removeAll { $0 === connection }
+    }
+
+    /// Fails requests whose timeout passed (waiting: never sent; in flight: RST_STREAM).
+    private func expire(_ now: ContinuousClock.Instant) {
+        guard now >= nextExpiryScan else { return }
+        nextExpiryScan = now.advanced(by: .milliseconds(100))
+        for origin in Array(waiting.keys) {
+            waiting[origin]?.removeAll { exchange in
+                guard exchange.deadline <= now else { return false }
+                exchange.finish(.failure(OutboundHTTPError.transport("timed out waiting for a stream")))
+                return true
+            }
+            if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
+        }
+        for connection in Array(connections.values) + draining {
+            var timedOut = false
+            for (streamID, exchange) in connection.streams where exchange.deadline <= now {
+                connection.cancel(streamID)
+                exchange.finish(.failure(OutboundHTTPError.transport("timed out after \(exchange.request.timeout) s")))
+                timedOut = true
+            }
+            // A peer that stopped answering is found within `pingTimeout`, not only once
+            // the connection has been idle for `pingInterval`.
+            if timedOut, connection.state == .open, connection.pingSentAt == nil { connection.ping() }
+        }
+    }
+
+    /// PING on a connection idle for `pingInterval`; one without an answer in
+    /// `pingTimeout` means the peer is gone.
+    private func keepAlive(_ now: ContinuousClock.Instant) {
+        for connection in Array(connections.values) + draining where connection.state == .open {
+            if let sent = connection.pingSentAt {
+                if sent.duration(to: now) > Self.pingTimeout {
+                    connection.failure = "no answer to PING"
+                    lost(connection)
+                }
+            } else if connection.streams.isEmpty, connection.lastActivity.duration(to: now) >= pingInterval {
+                connection.ping()
+                connection.lastActivity = now
+            }
+        }
+    }
+
+    private func stopAll(_ taken: [HTTP2Exchange]) {
+        let error = OutboundHTTPError.transport("HTTP/2 client is shut down")
+        for exchange in taken { exchange.finish(.failure(error)) }
+        for var queue in waiting.values { queue.failAll(error) }
+        waiting.removeAll()
+        for connection in Array(connections.values) + draining {
+            for exchange in connection.streams.values { exchange.finish(.failure(error)) }
+            connection.streams.removeAll()
+            connection.close()
+        }
+        connections.removeAll()
+        draining.removeAll()
+    }
+}
+
+/// A FIFO of waiting requests with O(1) removal at the front and re-insertion there.
+struct Deque {
+    private var items: [HTTP2Exchange] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == items.count }
+
+    mutating func append(_ exchange: HTTP2Exchange) { items.append(exchange) }
+
+    mutating func prepend(_ exchange: HTTP2Exchange) {
+        if head > 0 {
+            head -= 1
+            items[head] = exchange
+        } else {
+            items.insert(exchange, at: 0)
+        }
+    }
+
+    mutating func popFirst() -> HTTP2Exchange? {
+        guard head < items.count else { return nil }
+        let exchange = items[head]
+        head += 1
+        // Drop what was taken once it is most of the array (amortised O(1)).
+        if head > 1024, head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return exchange
+    }
+
+    mutating func removeAll(where shouldRemove: (HTTP2Exchange) -> Bool) {
+        items = Array(items[head...]).filter { !shouldRemove($0) }
+        head = 0
+    }
+
+    mutating func failAll(_ error: any Error) {
+        while let exchange = popFirst() { exchange.finish(.failure(error)) }
+    }
+}
