@@ -10,7 +10,8 @@ import PortariaCore
 // Properties: no planted address survives the filter, in the SDP of an offer or answer or
 // in a trickled candidate; every candidate that survives is a relay one; the filter is
 // idempotent (filtering its own output changes nothing).
-// Line endings are one kind per SDP, as every WebRTC stack writes them.
+// Line endings are chosen per line by the input (CRLF, LF or a lone CR, mixed): a
+// resident's own client may send anything, and a browser reads each as a line end.
 
 let residentAddresses = ["192.168.77.7", "203.0.113.77", "2001:db8::77", "resident-77.local"]
 let planted = [
@@ -36,7 +37,7 @@ public func fuzzCandidatePrivacy(_ data: UnsafePointer<UInt8>?, _ size: Int) -> 
     // By scalar: "\r\n" is one Character, which a Character filter would keep.
     let scalars = String(decoding: bytes.dropFirst(), as: UTF8.self).unicodeScalars.filter { $0 != "7" && $0 != "\r" }
     let text = String(String.UnicodeScalarView(scalars))
-    let separator = selector & 1 == 0 ? "\r\n" : "\n"
+    let endings = ["\r\n", "\n", "\r"]
     var lines = ["v=0"]
     for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).prefix(64).enumerated() {
         lines.append(String(line))
@@ -44,11 +45,15 @@ public func fuzzCandidatePrivacy(_ data: UnsafePointer<UInt8>?, _ size: Int) -> 
         if choice % 3 == 0 { lines.append(planted[choice / 3 % planted.count]) }
     }
     lines.append(planted[Int(selector >> 1) % planted.count])
-    let sdp = lines.joined(separator: separator)
+    var sdp = ""
+    for (index, line) in lines.enumerated() {
+        if index > 0 { sdp += endings[Int(bytes[index % bytes.count] >> 2) % endings.count] }
+        sdp += line
+    }
 
     let filtered = CandidatePrivacy.sanitize(sdp: sdp)
     if let address = leaks(filtered) { invariant(false, "\(address) survives in the SDP:\n\(filtered)") }
-    for line in filtered.components(separatedBy: separator) where line.hasPrefix("a=candidate:") {
+    for line in filtered.split(whereSeparator: \.isNewline) where line.hasPrefix("a=candidate:") {
         invariant(CandidatePrivacy.type(of: String(line.dropFirst(2))) == "relay", "a non-relay candidate survives: \(line)")
     }
     invariant(CandidatePrivacy.sanitize(sdp: filtered) == filtered, "filtering twice changed the SDP")

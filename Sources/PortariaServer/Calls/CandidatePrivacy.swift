@@ -40,10 +40,16 @@ public enum CandidatePrivacy {
 
     /// The SDP without non-relay candidate lines, with the addresses of `o=`, `c=` and
     /// `a=rtcp:` blanked (they may name the device or its default candidate).
+    ///
+    /// Every line ending counts — CRLF, LF or a lone CR, mixed in one SDP — since a
+    /// candidate after an ending this filter did not split on would pass unread while the
+    /// visitor's browser still reads it as a line. The lines leave with one ending: CRLF
+    /// when the SDP used any, LF otherwise.
     static func sanitize(sdp: String) -> String {
         let separator = sdp.contains("\r\n") ? "\r\n" : "\n"
         var lines: [String] = []
-        for line in sdp.components(separatedBy: separator) {
+        // "\r\n" is one Character in Swift; `isNewline` is true for it, "\n" and "\r".
+        for line in sdp.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init) {
             if line.hasPrefix("a=candidate:") {
                 if let kept = sanitize(candidate: line) { lines.append(kept) }
             } else if line.hasPrefix("o="), line.split(separator: " ").count == 6 {

@@ -295,4 +295,22 @@ struct CandidatePrivacyTests {
         #expect(cleaned.contains("a=candidate:3 1 udp 41885439 203.0.113.9 61000 typ relay raddr 0.0.0.0 rport 0"))
         #expect(cleaned.contains("a=ice-ufrag:abcd") && cleaned.contains("o=- 3 4 IN IP4 0.0.0.0") && cleaned.hasSuffix("\r\n"))
     }
+
+    @Test("an SDP mixing CRLF, LF and a lone CR loses every host and srflx candidate, whatever ends its line")
+    func mixedLineEndings() {
+        // Each candidate follows a line that is not one: read with the wrong ending, the
+        // pair is one "line" that does not start with a=candidate and would pass whole.
+        let sdp = "v=0\r\no=- 3 4 IN IP4 192.168.1.20\r\na=ice-ufrag:abcd\n"
+            + "a=candidate:1 1 udp 2122260223 192.168.1.21 50000 typ host\n"
+            + "a=ice-pwd:efgh\r"
+            + "a=candidate:2 1 udp 1686052607 198.51.100.22 50001 typ srflx raddr 192.168.1.21 rport 50000\r"
+            + "a=candidate:4 1 udp 2122260223 192.168.1.23 50002 typ host\r\n"
+            + "a=candidate:3 1 udp 41885439 203.0.113.9 61000 typ relay raddr 198.51.100.20 rport 50000\r\n"
+        let cleaned = CandidatePrivacy.sanitize(sdp: sdp)
+        for address in ["192.168.1.20", "192.168.1.21", "198.51.100.22", "192.168.1.23", "198.51.100.20"] {
+            #expect(!cleaned.contains(address), "\(address) reached the visitor: \(cleaned)")
+        }
+        #expect(cleaned.contains("typ relay") && !cleaned.contains("\r\r") && cleaned.hasSuffix("\r\n"))
+        #expect(cleaned.components(separatedBy: "\r\n").allSatisfy { !$0.contains("\n") && !$0.contains("\r") })
+    }
 }
