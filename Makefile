@@ -6,7 +6,7 @@
 # Also: make ios-typecheck (the iOS shell type-checked on Linux), make build, make bench,
 #   make bench-instances, make bench-tenth-year,
 #   make conformance, make soak, make chaos, make sanitize, make clean, make bootstrap, make fuzz (each
-#   libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (30 s each), make
+#   libFuzzer target FUZZ_SECONDS, default 300), make fuzz-short (20 s each), make
 #   screenshots (docs/screenshots, the README tour).
 
 SHELL := /bin/bash
@@ -68,7 +68,7 @@ test: bootstrap
 	    && SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(E2E_WIDTH) $(SWIFT) test --skip-build --filter "^PortariaEndToEndTests\."' 2>&1 | tee .build/test-output.log || status=$$?; \
 	  if ((status != 0)); then scripts/failure-digest .build/test-output.log test; fi; \
 	fi; \
-	if ((status == 0)); then scripts/fuzz --seconds 30 || status=$$?; fi; \
+	if ((status == 0)); then scripts/fuzz --seconds 20 || status=$$?; fi; \
 	if ((status == 0)) && [[ -n "$(SANITIZE)" ]]; then \
 	  scripts/sanitize $(SANITIZE) || status=$$?; \
 	fi; \
@@ -106,7 +106,7 @@ fuzz:
 	scripts/fuzz --seconds $(FUZZ_SECONDS)
 
 fuzz-short:
-	scripts/fuzz --seconds 30
+	scripts/fuzz --seconds 20
 
 bench: build
 	@if grep -q '"portaria-bench"' Package.swift; then \
