@@ -12,10 +12,12 @@ struct PushPayloadContractTests {
         let apns: APNsProvider
         let fcm: FCMProvider
 
-        static func make() async throws -> Providers {
+        /// Both providers on a test PKI, pointed at a port nobody answers (they only render).
+        /// `now` fixes the clock that FCM's `ttl` and APNs' token are computed from.
+        static func make(bundleID: String = "b", now: @escaping @Sendable () -> Date = { Date() }) async throws -> Providers {
             let pki = try await TestPKI.make()
-            let apns = try APNsProvider(configuration: APNsConfiguration(keyFile: pki.apnsKey, keyID: "K", teamID: "T", bundleID: "b",
-                                                                         endpoint: "https://127.0.0.1:9", caFile: pki.caFile))
+            let apns = try APNsProvider(configuration: APNsConfiguration(keyFile: pki.apnsKey, keyID: "K", teamID: "T", bundleID: bundleID,
+                                                                         endpoint: "https://127.0.0.1:9", caFile: pki.caFile), now: now)
             let keyPEM = try String(contentsOfFile: pki.fcmKey, encoding: .utf8)
             let account: JSONValue = .object([
                 "type": "service_account", "project_id": "p", "private_key_id": "0123456789abcdef",
@@ -24,7 +26,7 @@ struct PushPayloadContractTests {
             ])
             let accountFile = pki.directory + "/service-account.json"
             try Data(account.jsonText.utf8).write(to: URL(fileURLWithPath: accountFile))
-            let fcm = try FCMProvider(serviceAccountFile: accountFile, endpoint: "https://127.0.0.1:9", caFile: pki.caFile)
+            let fcm = try FCMProvider(serviceAccountFile: accountFile, endpoint: "https://127.0.0.1:9", caFile: pki.caFile, now: now)
             return Providers(pki: pki, apns: apns, fcm: fcm)
         }
 

@@ -13,42 +13,11 @@ struct PushWireBytesTests {
     /// FCM's `ttl` is what is left of the deadline: 90 s at this instant.
     static let now = Timestamp.parse("2026-11-29T17:31:30Z")!
 
-    struct Providers {
-        let pki: TestPKI
-        let apns: APNsProvider
-        let fcm: FCMProvider
+    /// The contract tests' providers, on this suite's fixed clock and the app's bundle id.
+    typealias Providers = PushPayloadContractTests.Providers
 
-        static func make() async throws -> Providers {
-            let pki = try await TestPKI.make()
-            let fixed: @Sendable () -> Date = { PushWireBytesTests.now }
-            let apns = try APNsProvider(configuration: APNsConfiguration(keyFile: pki.apnsKey, keyID: "K", teamID: "T", bundleID: "br.portaria.app",
-                                                                         endpoint: "https://127.0.0.1:9", caFile: pki.caFile), now: fixed)
-            let keyPEM = try String(contentsOfFile: pki.fcmKey, encoding: .utf8)
-            let account: JSONValue = .object([
-                "type": "service_account", "project_id": "p", "private_key_id": "0123456789abcdef",
-                "private_key": .string(keyPEM), "client_email": "push@p.iam.gserviceaccount.com",
-                "token_uri": "https://127.0.0.1:9/token",
-            ])
-            let accountFile = pki.directory + "/service-account.json"
-            try Data(account.jsonText.utf8).write(to: URL(fileURLWithPath: accountFile))
-            let fcm = try FCMProvider(serviceAccountFile: accountFile, endpoint: "https://127.0.0.1:9", caFile: pki.caFile, now: fixed)
-            return Providers(pki: pki, apns: apns, fcm: fcm)
-        }
-
-        /// `push-type topic priority expiration collapse-id` and the body, as APNs gets them.
-        func apnsWire(_ push: OutgoingPush) -> String {
-            let rendered = apns.render(push)
-            return "\(rendered.pushType) \(rendered.topic) \(rendered.priority) \(rendered.expiration) \(rendered.collapseID ?? "-") "
-                + String(decoding: rendered.payload, as: UTF8.self)
-        }
-
-        func fcmWire(_ push: OutgoingPush) -> String { fcm.render(push).jsonText }
-
-        func stop() {
-            apns.shutdown()
-            fcm.shutdown()
-            pki.remove()
-        }
+    static func providers() async throws -> Providers {
+        try await Providers.make(bundleID: "br.portaria.app", now: { PushWireBytesTests.now })
     }
 
     static func push(_ kind: PushKind, tokenKind: OutgoingPush.TokenKind = .push, _ message: PushMessage) -> OutgoingPush {
@@ -63,7 +32,7 @@ struct PushWireBytesTests {
 
     @Test("a ring: the VoIP push, the alert ring and the FCM data message keep their bytes")
     func ring() async throws {
-        let providers = try await Providers.make()
+        let providers = try await Self.providers()
         defer { providers.stop() }
         #expect(providers.apnsWire(Self.push(.visitRing, tokenKind: .voip, Self.ringMessage)) == #"""
             voip br.portaria.app.voip 10 1795973580 - {"ack_token":"ack-1","caller_name":"Pedro \"Pé\" Souza","expires_at":"2026-11-29T17:33:00Z","geofence":{"distance_m":340,"status":"away"},"kind":"visit","push_id":"p-1","type":"visit.ring","unit_label":"A-101","visit_id":"v-1"}
@@ -86,7 +55,7 @@ struct PushWireBytesTests {
 
     @Test("a ring cancellation keeps its bytes on APNs and FCM")
     func ringCancelled() async throws {
-        let providers = try await Providers.make()
+        let providers = try await Self.providers()
         defer { providers.stop() }
         let message = PushMessage(visitID: "v-1", unitLabel: "A-101", visitKind: .visit, reason: .answeredElsewhere)
         #expect(providers.apnsWire(Self.push(.ringCancelled, message)) == #"""
@@ -103,7 +72,7 @@ struct PushWireBytesTests {
 
     @Test("a delivery, its resolution notice and an automatic resolution keep their bytes on APNs and FCM")
     func delivery() async throws {
-        let providers = try await Providers.make()
+        let providers = try await Self.providers()
         defer { providers.stop() }
         #expect(providers.apnsWire(Self.push(.delivery, Self.deliveryMessage)) == #"""
             alert br.portaria.app 10 1795973580 v-2 {"ack_token":"ack-1","aps":{"alert":{"body":"Loggi — João está na portaria","title":"Entrega para B-12"},"category":"DELIVERY","interruption-level":"time-sensitive","mutable-content":1,"sound":"default"},"caller_name":"João","carrier":"Loggi","push_id":"p-1","type":"delivery","unit_label":"B-12","visit_id":"v-2"}
@@ -138,4 +107,15 @@ struct PushWireBytesTests {
             {"message":{"android":{"priority":"HIGH","ttl":"90s"},"data":{"ack_token":"ack-1","push_id":"p-1","text":"oi","type":"test"},"token":"tok"}}
             """#)
     }
+}
+
+extension PushPayloadContractTests.Providers {
+    /// `push-type topic priority expiration collapse-id` and the body, as APNs gets them.
+    func apnsWire(_ push: OutgoingPush) -> String {
+        let rendered = apns.render(push)
+        return "\(rendered.pushType) \(rendered.topic) \(rendered.priority) \(rendered.expiration) \(rendered.collapseID ?? "-") "
+            + String(decoding: rendered.payload, as: UTF8.self)
+    }
+
+    func fcmWire(_ push: OutgoingPush) -> String { fcm.render(push).jsonText }
 }
