@@ -299,22 +299,9 @@ final class ClientProcess: @unchecked Sendable {
     let directory: URL
 
     static func start(_ arguments: [String], environment: [String: String]) throws -> ClientProcess {
-        let binary = try PortariaBinary.require()
-        let directory = try makeTemporaryDirectory("client-process")
-        let out = directory.appendingPathComponent("stdout").path
-        let err = directory.appendingPathComponent("stderr").path
-        _ = FileManager.default.createFile(atPath: out, contents: nil)
-        _ = FileManager.default.createFile(atPath: err, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        process.environment = PortariaBinary.environment(environment)
-        process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle(forWritingAtPath: out)
-        process.standardError = FileHandle(forWritingAtPath: err)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return ClientProcess(process: process, directory: directory)
+        let started = try CapturedProcess.start(try PortariaBinary.require(), arguments,
+                                                environment: PortariaBinary.environment(environment), label: "client-process")
+        return ClientProcess(process: started.process, directory: started.directory)
     }
 
     private init(process: Process, directory: URL) {

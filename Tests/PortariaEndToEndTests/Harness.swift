@@ -28,23 +28,11 @@ struct CommandResult: Sendable {
 /// Runs `portaria arguments…` to completion (killing it after `timeout`).
 func runPortaria(_ arguments: [String], environment: [String: String] = [:],
                  timeout: Duration = .seconds(20)) async throws -> CommandResult {
-    let binary = try PortariaBinary.require()
-    let directory = try makeTemporaryDirectory("cli")
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let outPath = directory.appendingPathComponent("stdout").path
-    let errPath = directory.appendingPathComponent("stderr").path
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = arguments
-    process.environment = PortariaBinary.environment(environment)
-    process.currentDirectoryURL = directory
-    process.standardOutput = FileHandle(forWritingAtPath: outPath)
-    process.standardError = FileHandle(forWritingAtPath: errPath)
-    process.standardInput = FileHandle.nullDevice
     let started = ContinuousClock.now
-    try process.run()
+    let command = try CapturedProcess.start(try PortariaBinary.require(), arguments,
+                                            environment: PortariaBinary.environment(environment), label: "cli")
+    defer { command.remove() }
+    let process = command.process
     let exited = await waitForExit(process, within: timeout)
     let elapsed = ContinuousClock.now - started
     if !exited {
@@ -54,8 +42,8 @@ func runPortaria(_ arguments: [String], environment: [String: String] = [:],
     return CommandResult(
         status: process.terminationStatus,
         signaled: process.terminationReason == .uncaughtSignal || !exited,
-        stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
+        stdout: command.stdout,
+        stderr: command.stderr,
         elapsed: elapsed)
 }
 

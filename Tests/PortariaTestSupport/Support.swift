@@ -28,6 +28,40 @@ package func makeTemporaryDirectory(_ label: String) throws -> URL {
     return directory
 }
 
+/// A child process whose stdout and stderr go to files in a directory of its own, which
+/// is also its working directory: a pipe that nobody drains would block the child once
+/// its buffer fills, and a file can be read after the child is gone.
+package struct CapturedProcess: @unchecked Sendable {
+    package let process: Process
+    package let directory: URL
+
+    /// Starts `executable arguments…` with stdin closed (`environment` nil: this process's).
+    package static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                              label: String) throws -> CapturedProcess {
+        let directory = try makeTemporaryDirectory(label)
+        let outPath = directory.appendingPathComponent("stdout").path
+        let errPath = directory.appendingPathComponent("stderr").path
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return CapturedProcess(process: process, directory: directory)
+    }
+
+    package var stdout: String { (try? String(contentsOf: directory.appendingPathComponent("stdout"), encoding: .utf8)) ?? "" }
+    package var stderr: String { (try? String(contentsOf: directory.appendingPathComponent("stderr"), encoding: .utf8)) ?? "" }
+
+    /// Removes the directory with what the process wrote.
+    package func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
 /// Polls until `process` has exited; false if it is still running at the deadline.
 package func waitForExit(_ process: Process, within timeout: Duration) async -> Bool {
     guard await eventually(within: timeout, every: .milliseconds(10), { !process.isRunning }) else { return false }

@@ -57,25 +57,13 @@ package enum TestPostgres {
     /// The first column of the first row of `sql` on `url`, as text ("" when none).
     @discardableResult
     package static func query(_ url: String, _ sql: String) throws -> String {
-        let directory = try makeTemporaryDirectory("psql")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outPath = directory.appendingPathComponent("out").path
-        let errPath = directory.appendingPathComponent("err").path
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: psqlPath)
-        process.arguments = [url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let error = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-            throw HarnessError("psql failed: \(sql.prefix(120))\n\(error)")
+        let psql = try CapturedProcess.start(psqlPath, [url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql], label: "psql")
+        defer { psql.remove() }
+        psql.process.waitUntilExit()
+        guard psql.process.terminationStatus == 0 else {
+            throw HarnessError("psql failed: \(sql.prefix(120))\n\(psql.stderr)")
         }
-        return ((try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        return psql.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Starts psql on `script` (stdin) without waiting for it; end it with `finish`.

@@ -25,22 +25,12 @@ enum SQLiteProbe {
             db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
             print(json.dumps([[None if v is None else str(v) for v in row] for row in db.execute(sys.argv[2])]))
             """
-        let directory = try makeTemporaryDirectory("probe")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outPath = directory.appendingPathComponent("out").path
-        let errPath = directory.appendingPathComponent("err").path
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, databasePath, sql]
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        try process.run()
-        guard await waitForExit(process, within: .seconds(20)), process.terminationStatus == 0 else {
-            throw HarnessError("sqlite probe failed: \((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")")
+        let probe = try CapturedProcess.start("/usr/bin/env", ["python3", "-c", script, databasePath, sql], label: "probe")
+        defer { probe.remove() }
+        guard await waitForExit(probe.process, within: .seconds(20)), probe.process.terminationStatus == 0 else {
+            throw HarnessError("sqlite probe failed: \(probe.stderr)")
         }
-        let output = try Data(contentsOf: URL(fileURLWithPath: outPath))
+        let output = Data(probe.stdout.utf8)
         let decoded = try JSONSerialization.jsonObject(with: output) as? [[Any]] ?? []
         return decoded.map { $0.map { ($0 as? String) ?? "NULL" } }
     }
