@@ -45,17 +45,12 @@ public enum NotificationActionID {
 
 /// What every push about a visit carries: the push (what its receipt names), the visit,
 /// and the per-push capability `POST /v1/push/{push_id}/ack` accepts instead of a bearer.
+/// Made by the push types' initialisers; apps read it.
 public struct PushReference: Sendable, Equatable {
     public var pushID: String
     public var visitID: String
     /// nil from a server older than decision 0016.
     public var ackToken: String?
-
-    public init(pushID: String, visitID: String, ackToken: String? = nil) {
-        self.pushID = pushID
-        self.visitID = visitID
-        self.ackToken = ackToken
-    }
 }
 
 /// A push about one visit; its reference's members read as its own (`push.visitID`).
