@@ -16,8 +16,10 @@ final class CallFeedState: RealtimeCompanionState {
     let relaysCalls: Bool
     let instanceID: String
     let callStore: CallRelayStore
-    /// Open sockets per call participant, so a relayed frame for nobody here costs a lookup.
-    var socketsPerPeer: [CallPeer: Int] = [:]
+    /// Open sockets of each call participant (socket → its company): a relayed frame for
+    /// nobody here costs a lookup, and finding a participant's sockets costs their number,
+    /// not a walk over every socket of the instance (a socket leaving asks it).
+    var socketsOfPeer: [CallPeer: [ObjectIdentifier: String]] = [:]
     /// Calls owned here: their company, and the other instances that hold a participant.
     struct OwnedCall {
         var companyID: String
@@ -51,15 +53,15 @@ final class CallFeedState: RealtimeCompanionState {
 
     func joined(_ member: FeedState.Member) async throws {
         guard let peer = member.peer else { return }
-        socketsPerPeer[peer, default: 0] += 1
+        socketsOfPeer[peer, default: [:]][ObjectIdentifier(member.connection)] = member.subscriber.companyID
         try await perform(await calls.participantJoined(peer))
-        if relaysCalls, socketsPerPeer[peer] == 1 { try await announce(peer, companyID: member.subscriber.companyID, present: true) }
+        if relaysCalls, socketsOfPeer[peer]?.count == 1 { try await announce(peer, companyID: member.subscriber.companyID, present: true) }
     }
 
     func left(_ member: FeedState.Member) async {
         guard let peer = member.peer else { return }
-        socketsPerPeer[peer, default: 1] -= 1
-        if socketsPerPeer[peer] == 0 { socketsPerPeer.removeValue(forKey: peer) }
+        socketsOfPeer[peer]?.removeValue(forKey: ObjectIdentifier(member.connection))
+        if socketsOfPeer[peer]?.isEmpty == true { socketsOfPeer.removeValue(forKey: peer) }
         // The call hears of a participant leaving only when its last socket closed.
         if sockets(of: peer).isEmpty {
             // Still connected to another instance: the call waits for nothing.
@@ -69,7 +71,8 @@ final class CallFeedState: RealtimeCompanionState {
     }
 
     func sockets(of peer: CallPeer) -> [FeedState.Member] {
-        feed.members.filter { $0.peer == peer }
+        guard let sockets = socketsOfPeer[peer] else { return [] }
+        return sockets.compactMap { socket, companyID in feed.companies[companyID]?.members[socket] }
     }
 
     func checkingSessions() async {
