@@ -57,7 +57,7 @@ struct WebSocketIdleTests {
         #expect(try await raw.readFrame().map { String(decoding: $0.payload, as: UTF8.self) } == "again")
     }
 
-    @Test("every one of many idle sockets is pinged, and a socket that keeps talking is not dropped for ignoring pings")
+    @Test("every one of many idle sockets is pinged, a socket that keeps talking is not dropped for ignoring pings, and is pinged once it falls quiet")
     func idleSocketsArePingedAndTalkersStay() async throws {
         var configuration = WebSocketConfiguration.server
         configuration.pingInterval = .milliseconds(300)
@@ -96,6 +96,13 @@ struct WebSocketIdleTests {
         while reply?.opcode == 9 { reply = try await talker.readFrame() }
         #expect(reply.map { String(decoding: $0.payload, as: UTF8.self) } == "still here")
         #expect(server.closeCodes.count == silent.count, "the talker was not dropped")
+        // Quiet now: its wake-ups while it talked found it busy and asked again for later,
+        // so it is pinged like any idle socket.
+        let quietPing = try await eventually(within: .seconds(30), every: .zero) {
+            guard let frame = try await talker.readFrame() else { return false }
+            return frame.opcode == 9
+        }
+        #expect(quietPing, "a socket that falls quiet is pinged")
     }
 
     @Test("an upgraded socket is handed back to libmicrohttpd at once and keeps working on its own descriptor")
