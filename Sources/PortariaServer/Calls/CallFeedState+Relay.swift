@@ -144,13 +144,13 @@ extension CallFeedState {
     /// A participant's sockets came or went on another instance: the registry hears of it
     /// when the participant is connected nowhere else (or no longer anywhere).
     func presence(of peer: CallPeer, on instance: String, visitID: String, present: Bool) async throws {
-        let wasPresent = !sockets(of: peer).isEmpty || isRemotelyPresent(peer)
+        let wasPresent = isConnectedHere(peer) || isRemotelyPresent(peer)
         if present {
             ownedCalls[visitID]?.remote[peer, default: []].insert(instance)
         } else {
             ownedCalls[visitID]?.remote[peer]?.remove(instance)
         }
-        let isPresent = !sockets(of: peer).isEmpty || isRemotelyPresent(peer)
+        let isPresent = isConnectedHere(peer) || isRemotelyPresent(peer)
         if isPresent && !wasPresent {
             // A participant back (or connected elsewhere) gets what was queued for it.
             try await perform(await calls.participantJoined(peer))

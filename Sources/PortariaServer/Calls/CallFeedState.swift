@@ -63,12 +63,16 @@ final class CallFeedState: RealtimeCompanionState {
         socketsOfPeer[peer]?.removeValue(forKey: ObjectIdentifier(member.connection))
         if socketsOfPeer[peer]?.isEmpty == true { socketsOfPeer.removeValue(forKey: peer) }
         // The call hears of a participant leaving only when its last socket closed.
-        if sockets(of: peer).isEmpty {
+        if !isConnectedHere(peer) {
             // Still connected to another instance: the call waits for nothing.
             if !isRemotelyPresent(peer) { try? await perform(await calls.participantLeft(peer)) }
             if relaysCalls { try? await announce(peer, companyID: member.subscriber.companyID, present: false) }
         }
     }
+
+    /// Whether `peer` has a socket on this instance: a lookup, whatever the number of its
+    /// sockets (an operator console may hold thousands under one participant).
+    func isConnectedHere(_ peer: CallPeer) -> Bool { socketsOfPeer[peer] != nil }
 
     func sockets(of peer: CallPeer) -> [FeedState.Member] {
         guard let sockets = socketsOfPeer[peer] else { return [] }
@@ -114,7 +118,7 @@ final class CallFeedState: RealtimeCompanionState {
             let peer = CallPeer.resident(userID: userID, deviceID: event.data["device_id"]?.stringValue ?? "default")
             if relaysCalls, try await !claimCall(visitID: visitID, companyID: event.companyID, resident: peer) { return }
             do {
-                try await perform(try await calls.start(visitID: visitID, resident: peer, residentPresent: !sockets(of: peer).isEmpty))
+                try await perform(try await calls.start(visitID: visitID, resident: peer, residentPresent: isConnectedHere(peer)))
             } catch {
                 log.warning("call not started", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
             }
