@@ -9,7 +9,9 @@ import CWslay
 protocol EventLoopHandler: AnyObject {
     /// The socket is readable, writable, hung up or in error (`epoll` event bits).
     func handle(events: UInt32)
-    /// Called every `tickInterval`: keep-alive, handshake and close timeouts.
+    /// Called at the first tick at or after a time the handler asked for with
+    /// ``EventLoop/wake(_:descriptor:at:)`` (keep-alive, handshake and close timeouts), and
+    /// possibly at other ticks: the handler checks its own clock.
     func tick(now: UInt64)
 }
 
@@ -21,21 +23,22 @@ protocol EventLoopHandler: AnyObject {
 /// locked queue and the loop is woken through an `eventfd`. Everything that touches a
 /// socket or a wslay context runs on the loop thread.
 public final class EventLoop: @unchecked Sendable {
-    // Thread confinement: `handlers`, `nextTick` and `stopped` are only touched on the loop
+    // Thread confinement: `handlers`, `timers` and `stopped` are only touched on the loop
     // thread; `pending` is guarded by its lock; the descriptors and `threadID` are set in
     // `init` and never change. That is why the class can be shared across threads.
 
     /// The process-wide loop used by the server and the client unless told otherwise.
     public static let shared = EventLoop(name: "portaria-websocket")
 
-    /// How often handlers get `tick(now:)`: the resolution of every WebSocket timeout.
+    /// How often due handlers get `tick(now:)`: the resolution of every WebSocket timeout.
     public let tickInterval: Duration
 
     private let epollDescriptor: Int32
     private let wakeDescriptor: Int32
     private let pending = Locked<PendingWork>(PendingWork())
     private var handlers: [Int32: any EventLoopHandler] = [:]
-    private var nextTick: UInt64 = 0
+    /// Only handlers that asked for a time are ticked, never all of them.
+    private var timers: TimerWheel
     private var stopped = false
     private let threadID: pthread_t
 
@@ -50,6 +53,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Starts the loop thread. Loops live as long as the process unless ``stop()`` is called.
     public init(name: String = "portaria-websocket", tickInterval: Duration = .milliseconds(250)) {
         self.tickInterval = tickInterval
+        timers = TimerWheel(slotNanoseconds: max(1, tickInterval.nanoseconds), now: MonotonicClock.now())
         epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
         precondition(epollDescriptor >= 0, "epoll_create1 failed: errno \(errno)")
         wakeDescriptor = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
@@ -145,8 +149,18 @@ public final class EventLoop: @unchecked Sendable {
         handlers[descriptor] = nil
     }
 
+    /// Asks for `handler.tick(now:)` at the first tick at or after `due` (monotonic
+    /// nanoseconds), while `handler` still holds `descriptor`.
+    func wake(_ handler: any EventLoopHandler, descriptor: Int32, at due: UInt64) {
+        assert(isInLoop)
+        timers.schedule(.init(descriptor: descriptor, handler: ObjectIdentifier(handler)), at: due)
+    }
+
     /// Number of descriptors watched (diagnostics, tests).
     var registeredCount: Int { handlers.count }
+
+    /// Wake-ups waiting, stale ones included (diagnostics, tests).
+    var scheduledCount: Int { timers.count }
 
     // MARK: The loop
 
@@ -154,9 +168,9 @@ public final class EventLoop: @unchecked Sendable {
         let capacity = 512
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
-        nextTick = MonotonicClock.now() + tickInterval.nanoseconds
         while !stopped {
             let now = MonotonicClock.now()
+            let nextTick = timers.nextTick
             let timeout = nextTick > now ? Int32(min((nextTick - now) / 1_000_000 + 1, 60_000)) : 0
             let count = epoll_wait(epollDescriptor, events, Int32(capacity), timeout)
             if count < 0 && errno != EINTR { fatalError("epoll_wait failed: errno \(errno)") }
@@ -173,10 +187,10 @@ public final class EventLoop: @unchecked Sendable {
             }
             runPendingJobs()
             let after = MonotonicClock.now()
-            if after >= nextTick {
-                nextTick = after + tickInterval.nanoseconds
-                // A snapshot, because handlers unregister themselves while ticking.
-                for handler in Array(handlers.values) { handler.tick(now: after) }
+            for entry in timers.expire(now: after) {
+                // A handler that left (or a new one on the same number) is not ticked.
+                guard let handler = handlers[entry.descriptor], ObjectIdentifier(handler) == entry.handler else { continue }
+                handler.tick(now: after)
             }
         }
         close(wakeDescriptor)

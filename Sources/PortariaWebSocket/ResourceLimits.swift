@@ -17,5 +17,19 @@ public enum ResourceLimits {
         }
         return Int(limit.rlim_cur)
     }
+
+    /// Descriptors kept back from client connections: the database, outbound push
+    /// connections, media files, the metrics listener.
+    public static let reservedDescriptors = 1024
+
+    /// How many connections a server may accept: the soft open-file limit less
+    /// ``reservedDescriptors`` (at least 1,024). With systemd, `LimitNOFILE=` sets it
+    /// (docs/ops.md).
+    public static func connectionBudget() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        // Unlimited (RLIM_INFINITY) reads as the largest value: capped like any other.
+        return max(1024, Int(min(limit.rlim_cur, rlim_t(Int32.max))) - reservedDescriptors)
+    }
 }
 #endif

@@ -11,8 +11,8 @@ extension WebSocketConnection {
     static var wslayCallbacks: wslay_event_callbacks {
         wslay_event_callbacks(
             recv_callback: webSocketReceive, send_callback: webSocketSend,
-            genmask_callback: webSocketGenerateMask, on_frame_recv_start_callback: nil,
-            on_frame_recv_chunk_callback: nil, on_frame_recv_end_callback: nil,
+            genmask_callback: webSocketGenerateMask, on_frame_recv_start_callback: webSocketFrameStart,
+            on_frame_recv_chunk_callback: nil, on_frame_recv_end_callback: webSocketFrameEnd,
             on_msg_recv_callback: webSocketMessage)
     }
 
@@ -30,12 +30,14 @@ extension WebSocketConnection {
             bufferedOffset += length
             if bufferedOffset == bufferedInput.count { bufferedInput = []; bufferedOffset = 0 }
             noteActivity()
+            inputFed &+= UInt64(length)
             return length
         }
         while true {
             let received = recv(descriptor, buffer, count, 0)
             if received > 0 {
                 noteActivity()
+                inputFed &+= UInt64(received)
                 return received
             }
             if received < 0 && errno == EINTR { continue }
@@ -123,9 +125,25 @@ extension WebSocketConnection {
         }
     }
 
+    /// A frame begins: remember its size on the wire so its end accounts for every byte
+    /// of it. wslay accepts only minimal length encodings and refuses a client frame
+    /// without a mask (and a server frame with one), so the header size follows from the
+    /// payload length and the role.
+    fileprivate func frameStarted(opcode: UInt8, fin: Bool, payloadLength: UInt64) {
+        let extended: UInt64 = payloadLength < 126 ? 0 : (payloadLength < 65_536 ? 2 : 8)
+        frameBytes = 2 + extended + (role == .server ? 4 : 0) + payloadLength
+        // Data frames open or close a message; control frames may come between fragments.
+        if opcode & 0x8 == 0 { messageOpen = !fin }
+    }
+
+    fileprivate func frameEnded() {
+        inputFramed &+= frameBytes
+        frameBytes = 0
+    }
+
     /// Fails the connection (RFC 6455 §7.1.7): close frame with `code`, stop reading.
     func failConnection(_ code: WebSocketCloseCode, _ reason: String) {
-        guard let context else { return }
+        guard let context = liveContext() else { return }
         if phase == .open { phase = .closing; closeStartedAt = MonotonicClock.now() }
         localClose = (code, reason)
         let reasonBytes = Array(reason.utf8.prefix(123))
@@ -159,6 +177,16 @@ private func webSocketGenerateMask(_ context: wslay_event_context_ptr?, _ buffer
     var generator = SystemRandomNumberGenerator()
     for index in 0..<length { buffer![index] = UInt8.random(in: 0...255, using: &generator) }
     return 0
+}
+
+private func webSocketFrameStart(_ context: wslay_event_context_ptr?, _ argument: UnsafePointer<wslay_event_on_frame_recv_start_arg>?,
+                                 _ user: UnsafeMutableRawPointer?) {
+    let argument = argument!.pointee
+    connection(user).frameStarted(opcode: argument.opcode, fin: argument.fin != 0, payloadLength: argument.payload_length)
+}
+
+private func webSocketFrameEnd(_ context: wslay_event_context_ptr?, _ user: UnsafeMutableRawPointer?) {
+    connection(user).frameEnded()
 }
 
 private func webSocketMessage(_ context: wslay_event_context_ptr?, _ argument: UnsafePointer<wslay_event_on_msg_recv_arg>?,

@@ -49,7 +49,18 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     public let configuration: WebSocketConfiguration
     let descriptor: Int32
 
+    /// wslay's state: about 8.5 KiB (a 4 KiB input and a 4 KiB output buffer), so it
+    /// exists only while a frame is half-read, a message half-assembled or something waits
+    /// to be sent; an idle open socket holds none (see ``releaseIdleContext()``).
     var context: wslay_event_context_ptr?
+    /// Bytes handed to the current context, and bytes of the whole frames it parsed out of
+    /// them: equal means nothing is left in wslay's input buffer.
+    var inputFed: UInt64 = 0
+    var inputFramed: UInt64 = 0
+    /// Size on the wire (header and payload) of the frame being received.
+    var frameBytes: UInt64 = 0
+    /// A fragmented data message has started and not ended.
+    var messageOpen = false
     var handlers: Handlers
     /// Bytes the HTTP layer read past the handshake; consumed before the socket.
     var bufferedInput: [UInt8]
@@ -61,6 +72,8 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     var lastReceived: UInt64
     var pingSentAt: UInt64?
     var closeStartedAt: UInt64?
+    /// The wake-up asked of the loop, if any (see ``armTimer()``).
+    private var armedAt: UInt64 = .max
     /// When the lingering close began (see ``linger(fallback:)``).
     private var lingerStartedAt: UInt64?
     private var lingerFallback: (code: WebSocketCloseCode, reason: String)?
@@ -102,14 +115,6 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         self.handlers = handlers
         self.release = release ?? { _ = Glibc.close(descriptor) }
         lastReceived = MonotonicClock.now()
-
-        var callbacks = Self.wslayCallbacks
-        let user = Unmanaged.passUnretained(self).toOpaque()
-        let status = role == .server
-            ? wslay_event_context_server_init(&context, &callbacks, user)
-            : wslay_event_context_client_init(&context, &callbacks, user)
-        precondition(status == 0, "wslay_event_context_init failed (out of memory)")
-        wslay_event_config_set_max_recv_msg_length(context, UInt64(configuration.maxMessageSize))
     }
 
     deinit {
@@ -136,7 +141,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Queues a ping (the peer's pong shows up as activity; see ``WebSocketConfiguration``).
     public func ping() {
         loop.execute { [self] in
-            guard phase == .open, let context else { return }
+            guard phase == .open, let context = liveContext() else { return }
             var message = wslay_event_msg(opcode: UInt8(WSLAY_PING.rawValue), msg: nil, msg_length: 0)
             _ = wslay_event_queue_msg(context, &message)
             flush()
@@ -152,8 +157,8 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     // MARK: Loop-thread API (for owners that batch work in one hop, like the server hub)
 
     /// Wraps a socket libmicrohttpd upgraded. Call ``startOnLoop()`` on the loop thread.
-    /// - Parameter release: gives the socket back to its owner (never `close(2)` it
-    ///   ourselves: libmicrohttpd closes it).
+    /// - Parameter release: gives the socket back to its owner, who closes it (the HTTP
+    ///   server closes the descriptor it handed over, or hands it back to libmicrohttpd).
     public static func server(socket: Int32, bufferedInput: [UInt8], configuration: WebSocketConfiguration,
                               loop: EventLoop, handlers: Handlers,
                               release: @escaping @Sendable () -> Void) -> WebSocketConnection {
@@ -206,6 +211,9 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Whether messages can still be sent. Loop thread only.
     public var isOpenOnLoop: Bool { phase == .open }
 
+    /// Whether wslay's buffers are allocated now (an idle socket holds none). Loop thread only.
+    public var holdsFramingStateOnLoop: Bool { context != nil }
+
     // MARK: Loop thread
 
     /// Registers the socket with the loop. Returns false when the loop refused it.
@@ -224,6 +232,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         handlers.onOpen(self)
         // Frames may already wait in the bytes the HTTP layer read ahead.
         if phase != .closed && bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
+        armTimer()
         return true
     }
 
@@ -235,11 +244,12 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         handlers.onOpen(self)
         update()
         if phase != .closed && bufferedOffset < bufferedInput.count { handle(events: EPOLLIN.rawValue) }
+        armTimer()
     }
 
     /// Queues a message, on the loop thread: the hub's broadcast calls this directly.
     func enqueue(opcode: UInt8, _ bytes: [UInt8]) {
-        guard phase == .open, let context else { return }
+        guard phase == .open, let context = liveContext() else { return }
         let queuedBytes = Int(wslay_event_get_queued_msg_length(context))
         let queuedCount = Int(wslay_event_get_queued_msg_count(context))
         // An empty queue always takes one message, however large: only a backlog means
@@ -263,7 +273,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     }
 
     func startClose(code: WebSocketCloseCode, reason: String) {
-        guard phase == .open, let context else { return }
+        guard phase == .open, let context = liveContext() else { return }
         phase = .closing
         closeStartedAt = MonotonicClock.now()
         localClose = (code, reason)
@@ -282,13 +292,13 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     }
 
     func handle(events: UInt32) {
-        guard phase != .closed, let context else { return }
+        guard phase != .closed else { return }
         if phase == .lingering {
             drainWhileLingering()
             return
         }
         let readable = events & (EPOLLIN.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
-        if readable && wslay_event_want_read(context) != 0 {
+        if readable, let context = liveContext(), wslay_event_want_read(context) != 0 {
             receiving = true
             let status = wslay_event_recv(context)
             receiving = false
@@ -305,7 +315,9 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     }
 
     func tick(now: UInt64) {
-        guard phase != .closed, let context else { return }
+        if now >= armedAt { armedAt = .max }
+        defer { armTimer() }
+        guard phase != .closed else { return }
         if phase == .lingering {
             if let lingerStartedAt, now &- lingerStartedAt > configuration.closeTimeout.nanoseconds {
                 finish(fallback: lingerFallback ?? (.abnormal, "close timeout"))
@@ -317,7 +329,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
             // The peer never answered our close frame — it may be busy writing (a flood
             // whose tail is still in flight). Our frame may still sit in the kernel's send
             // buffer: linger so it is delivered rather than reset away.
-            if wslay_event_get_close_sent(context) != 0 {
+            if let context, wslay_event_get_close_sent(context) != 0 {
                 linger(fallback: fallback)
             } else {
                 finish(fallback: fallback)
@@ -327,14 +339,21 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         guard phase == .open, let interval = configuration.pingInterval else { return }
         if let pingSentAt {
             if now &- pingSentAt > configuration.pongTimeout.nanoseconds {
+                // The pong may be waiting unread: one wake-up of the loop handles at most
+                // a batch of ready sockets, and on a busy loop this one's turn may not have
+                // come yet. Read first; an answer counts.
+                handle(events: EPOLLIN.rawValue)
+                guard phase == .open, self.pingSentAt != nil else { return }
                 // A peer that does not answer will not read a close frame either: tell it
                 // once, best effort, and let go.
                 localClose = (.abnormal, "ping timeout")
-                _ = wslay_event_queue_close(context, WebSocketCloseCode.goingAway.rawValue, nil, 0)
-                _ = wslay_event_send(context)
+                if let context = liveContext() {
+                    _ = wslay_event_queue_close(context, WebSocketCloseCode.goingAway.rawValue, nil, 0)
+                    _ = wslay_event_send(context)
+                }
                 finish(fallback: (.abnormal, "ping timeout"))
             }
-        } else if now &- lastReceived >= interval.nanoseconds {
+        } else if now &- lastReceived >= interval.nanoseconds, let context = liveContext() {
             pingSentAt = now
             var message = wslay_event_msg(opcode: UInt8(WSLAY_PING.rawValue), msg: nil, msg_length: 0)
             _ = wslay_event_queue_msg(context, &message)
@@ -345,8 +364,8 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Sends what wslay has queued, then watches the socket for exactly what is still
     /// needed: `EPOLLIN` while wslay reads, `EPOLLOUT` only while a send would block.
     private func flush() {
-        guard phase == .open || phase == .closing, !receiving, let context else { return }
-        if wslay_event_want_write(context) != 0 && wslay_event_send(context) != 0 {
+        guard phase == .open || phase == .closing, !receiving else { return }
+        if let context, wslay_event_want_write(context) != 0 && wslay_event_send(context) != 0 {
             finish(fallback: (.abnormal, "connection lost"))
             return
         }
@@ -354,9 +373,10 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     }
 
     private func update() {
-        guard phase == .open || phase == .closing, let context else { return }
-        let wantRead = wslay_event_want_read(context) != 0
-        let wantWrite = wslay_event_want_write(context) != 0
+        guard phase == .open || phase == .closing else { return }
+        // Without a context the socket is idle and open: it reads, and has nothing to write.
+        let wantRead = context.map { wslay_event_want_read($0) != 0 } ?? true
+        let wantWrite = context.map { wslay_event_want_write($0) != 0 } ?? false
         if !wantRead && !wantWrite {
             // Close frames went both ways (or we gave up reading after an error and our
             // close frame is out): the WebSocket is over. A peer that sent its close frame
@@ -374,6 +394,63 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
             watchedEvents = events
             loop.modify(descriptor, events: events)
         }
+        armTimer()
+        releaseIdleContext()
+    }
+
+    /// wslay's context, made when the socket needs one again (bytes to read, a message to
+    /// send, a close to start). Nil once the socket is closed.
+    func liveContext() -> wslay_event_context_ptr? {
+        if let context { return context }
+        guard phase == .open || phase == .closing else { return nil }
+        var callbacks = Self.wslayCallbacks
+        let user = Unmanaged.passUnretained(self).toOpaque()
+        let status = role == .server
+            ? wslay_event_context_server_init(&context, &callbacks, user)
+            : wslay_event_context_client_init(&context, &callbacks, user)
+        precondition(status == 0, "wslay_event_context_init failed (out of memory)")
+        wslay_event_config_set_max_recv_msg_length(context, UInt64(configuration.maxMessageSize))
+        inputFed = 0
+        inputFramed = 0
+        frameBytes = 0
+        messageOpen = false
+        return context
+    }
+
+    /// Frees wslay's context when a fresh one would behave the same: the socket is open,
+    /// every byte read belongs to a whole frame already handled, no fragmented message is
+    /// half-assembled, and nothing waits to be written. An idle socket then costs its
+    /// descriptor and this object, not wslay's two 4 KiB buffers.
+    private func releaseIdleContext() {
+        guard phase == .open, !receiving, deferredFinish == nil, heldCount == 0, let context,
+              inputFed == inputFramed, !messageOpen, bufferedOffset >= bufferedInput.count,
+              wslay_event_want_write(context) == 0, wslay_event_want_read(context) != 0,
+              wslay_event_get_close_sent(context) == 0, wslay_event_get_close_received(context) == 0 else { return }
+        wslay_event_context_free(context)
+        self.context = nil
+    }
+
+    /// The next time ``tick(now:)`` has work: a close or linger timeout, a pong overdue,
+    /// or the ping of a socket quiet for `pingInterval`. Activity only moves
+    /// `lastReceived`: the tick at the old time finds the socket busy and asks again for
+    /// later, so a busy socket costs one wake-up per interval, an idle one one per ping.
+    private func nextDeadline() -> UInt64? {
+        switch phase {
+        case .closed: return nil
+        case .lingering: return lingerStartedAt.map { $0 &+ configuration.closeTimeout.nanoseconds &+ 1 }
+        case .closing, .open:
+            if let closeStartedAt { return closeStartedAt &+ configuration.closeTimeout.nanoseconds &+ 1 }
+            guard phase == .open, let interval = configuration.pingInterval else { return nil }
+            if let pingSentAt { return pingSentAt &+ configuration.pongTimeout.nanoseconds &+ 1 }
+            return lastReceived &+ interval.nanoseconds
+        }
+    }
+
+    /// Asks the loop for a tick at ``nextDeadline()`` unless one at or before it is pending.
+    private func armTimer() {
+        guard let due = nextDeadline(), due < armedAt else { return }
+        armedAt = due
+        loop.wake(self, descriptor: descriptor, at: due)
     }
 
     /// A lingering close. Closing a socket whose receive buffer holds unread bytes makes
@@ -389,6 +466,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         phase = .lingering
         lingerStartedAt = MonotonicClock.now()
         lingerFallback = fallback
+        armTimer()
         if Glibc.shutdown(descriptor, Int32(SHUT_WR)) != 0 {
             finish(fallback: fallback)
             return

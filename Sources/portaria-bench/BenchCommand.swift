@@ -9,6 +9,7 @@ enum BenchCommand {
                portaria-bench realtime --url http://127.0.0.1:PORT [--connections 5000] [--visits 20]
                                  [--second-url http://127.0.0.1:PORT2] [--server-pid PID]
                                  [--second-server-pid PID2] [--label sqlite|postgres]
+                                 [--source-addresses N|A,B,…]
                portaria-bench visits --url http://127.0.0.1:PORT [--concurrency 50] [--requests 2000]
                                  [--warmup 100] [--label sqlite|postgres]
 
@@ -20,6 +21,8 @@ enum BenchCommand {
                   created at demo-gate is timed from before its POST to its visit.created
                   frame on every socket. --second-url: sockets on a second instance of the
                   same PostgreSQL database, visits created on the first (NOTIFY path).
+                  --source-addresses: connect from 127.0.0.1…127.0.0.N (default one per
+                  20,000 sockets; one address has ~28,000 ports to one server port).
         visits    /healthz, gate POST and resolve (fresh visit and Idempotency-Key each) at
                   C closed-loop clients: throughput, ratio to /healthz, percentiles.
 

@@ -167,7 +167,10 @@ func closedLoop(clients: Int, count: Int, _ request: @escaping @Sendable (Int) a
 
 #if canImport(Glibc)
 /// Opens `count` WebSockets with `concurrency` handshakes in flight, all on `loop`.
+/// `sourceAddresses`, when given, are used in turn as the sockets' local addresses (more
+/// sockets to one server port than one address has ephemeral ports).
 func openWebSockets(count: Int, url: String, headers: [(String, String)] = [], concurrency: Int, loop: EventLoop,
+                    sourceAddresses: [String] = [],
                     handlers: WebSocketConnection.Handlers) async -> (opened: [WebSocketConnection], failures: [String: Int], seconds: Double) {
     let start = MonotonicClock.now()
     var opened: [WebSocketConnection] = []
@@ -176,10 +179,12 @@ func openWebSockets(count: Int, url: String, headers: [(String, String)] = [], c
     await withTaskGroup(of: Result<WebSocketConnection, WebSocketClientError>.self) { group in
         var started = 0
         func startOne() {
+            let source = sourceAddresses.isEmpty ? nil : sourceAddresses[started % sourceAddresses.count]
             group.addTask {
                 do {
                     return .success(try await WebSocketClient.connect(url: url, headers: headers, configuration: .client,
-                                                                      loop: loop, timeout: .seconds(30), handlers: handlers))
+                                                                      loop: loop, timeout: .seconds(30), sourceAddress: source,
+                                                                      handlers: handlers))
                 } catch let error as WebSocketClientError {
                     return .failure(error)
                 } catch {

@@ -16,6 +16,8 @@ struct RealtimeBenchmark {
     let secondServerPID: Int?
     let concurrency: Int
     let target: DemoTarget
+    /// Local addresses the sockets connect from, in turn (`--source-addresses`).
+    let sourceAddresses: [String]
 
     init(options: Options) throws {
         secondURL = options.url("second-url")
@@ -25,6 +27,27 @@ struct RealtimeBenchmark {
         secondServerPID = try options.optionalInt("second-server-pid")
         concurrency = try options.count("concurrency", default: 128)
         target = try DemoTarget(options)
+        sourceAddresses = try Self.sourceAddresses(options.string("source-addresses"), connections: connections)
+    }
+
+    /// `--source-addresses N` spreads the sockets over 127.0.0.1 … 127.0.0.N (loopback
+    /// only: all of 127/8 is on `lo`); a comma-separated list names them. By default, one
+    /// loopback address per 20,000 sockets, since one address reaches one server port
+    /// through at most the ephemeral port range (about 28,000 ports).
+    static func sourceAddresses(_ option: String?, connections: Int) throws -> [String] {
+        if let option, option.contains(".") || option.contains(":") {
+            return option.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        }
+        let count: Int
+        if let option {
+            guard let number = Int(option), (0...250).contains(number) else {
+                throw BenchError("--source-addresses takes a count (1–250) or a list of addresses")
+            }
+            count = number
+        } else {
+            count = connections > 20_000 ? (connections + 19_999) / 20_000 : 0
+        }
+        return count == 0 ? [] : (1...count).map { "127.0.0.\($0)" }
     }
 
     struct Phase {
@@ -82,10 +105,12 @@ struct RealtimeBenchmark {
             onText: { connection, text in recorder.record(ObjectIdentifier(connection), text, at: MonotonicClock.now()) },
             onClose: { _, _, _ in recorder.noteClosed() })
         let residentBefore = pid.flatMap(residentKilobytes)
+        // The sockets come from loopback addresses: only where the server is on loopback.
+        let local = socketURL.hasPrefix("ws://127.")
         let (opened, _, _) = await openWebSockets(
             count: connections, url: socketURL,
             headers: [("Authorization", "Bearer \(context.token)"), ("X-Company-Id", context.companyID)],
-            concurrency: concurrency, loop: loop, handlers: handlers)
+            concurrency: concurrency, loop: loop, sourceAddresses: local ? sourceAddresses : [], handlers: handlers)
         guard !opened.isEmpty else { throw BenchError("no realtime socket could be opened") }
         defer { for connection in opened { connection.close() } }
 

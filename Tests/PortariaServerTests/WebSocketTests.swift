@@ -345,13 +345,16 @@ struct WebSocketTestServer {
     let server: HTTPServer
     let hub: WebSocketHub
     let closeCodes = Collector<WebSocketCloseCode>()
+    /// The server side of every `/ws/echo` socket, as it opens.
+    let opened = Collector<WebSocketConnection>()
     var port: UInt16 { server.port }
 
     init(configuration: WebSocketConfiguration = .server) throws {
         let hub = WebSocketHub(loop: WebSocketTests.loop, configuration: configuration, log: Log(minimumLevel: .error))
-        let closeCodes = closeCodes
+        let closeCodes = closeCodes, opened = opened
         let router = Router()
         let handlers = WebSocketConnection.Handlers(
+            onOpen: { opened.append($0) },
             onText: { connection, text in
                 if text == "close-me" { connection.close(code: WebSocketCloseCode(4000), reason: "bye") }
                 else { connection.send(text: text) }
@@ -387,6 +390,7 @@ struct WebSocketTestServer {
 final class Collector<Value: Sendable>: Sendable {
     private let values = Locked<[Value]>([])
     func append(_ value: Value) { values.withLock { $0.append(value) } }
+    var count: Int { values.current.count }
     /// The first `count` values, waiting up to twenty seconds for them.
     func wait(count: Int) async -> [Value] {
         _ = await eventually(within: .seconds(20), every: .milliseconds(10)) { values.current.count >= count }

@@ -104,6 +104,11 @@ public final class Application: Sendable {
         http.maxBodySize = configuration.maxBodySize
         http.trustedProxies = try TrustedProxies(configuration.trustedProxies)
         http.perIPConnectionLimit = configuration.trustedProxies.isEmpty ? configuration.maxConnectionsPerIP : 0
+        #if canImport(Glibc)
+        http.connectionLimit = configuration.maxConnections > 0 ? configuration.maxConnections : ResourceLimits.connectionBudget()
+        #else
+        if configuration.maxConnections > 0 { http.connectionLimit = configuration.maxConnections }
+        #endif
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.requestLogLevel = configuration.requestLogLevel
         http.headTimeout = .seconds(configuration.headTimeoutSeconds)

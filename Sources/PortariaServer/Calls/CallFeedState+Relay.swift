@@ -50,8 +50,7 @@ extension CallFeedState {
     }
 
     func isLocal(_ peer: CallPeer, companyID: String) -> Bool {
-        guard socketsPerPeer[peer] != nil else { return false }
-        return feed.members(of: companyID).contains { $0.peer == peer }
+        socketsOfPeer[peer]?.values.contains(companyID) == true
     }
 
     /// Whether another instance holds a socket of `peer` in a call owned here.
@@ -124,7 +123,7 @@ extension CallFeedState {
             guard isLocal(routing.peer, companyID: routing.companyID) else { return }
             guard let message = try await whole(routing), let type = message.type, let text = message.data,
                   let data = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(text.utf8)) else { return }
-            for member in feed.members(of: routing.companyID) where member.peer == routing.peer {
+            for member in sockets(of: routing.peer) where member.subscriber.companyID == routing.companyID {
                 member.connection.send(text: JSONValue.object([
                     "type": .string(type), "seq": .number(Double(member.lastDelivered)), "data": data,
                 ]).jsonText)
@@ -145,13 +144,13 @@ extension CallFeedState {
     /// A participant's sockets came or went on another instance: the registry hears of it
     /// when the participant is connected nowhere else (or no longer anywhere).
     func presence(of peer: CallPeer, on instance: String, visitID: String, present: Bool) async throws {
-        let wasPresent = !sockets(of: peer).isEmpty || isRemotelyPresent(peer)
+        let wasPresent = isConnectedHere(peer) || isRemotelyPresent(peer)
         if present {
             ownedCalls[visitID]?.remote[peer, default: []].insert(instance)
         } else {
             ownedCalls[visitID]?.remote[peer]?.remove(instance)
         }
-        let isPresent = !sockets(of: peer).isEmpty || isRemotelyPresent(peer)
+        let isPresent = isConnectedHere(peer) || isRemotelyPresent(peer)
         if isPresent && !wasPresent {
             // A participant back (or connected elsewhere) gets what was queued for it.
             try await perform(await calls.participantJoined(peer))

@@ -16,8 +16,10 @@ final class CallFeedState: RealtimeCompanionState {
     let relaysCalls: Bool
     let instanceID: String
     let callStore: CallRelayStore
-    /// Open sockets per call participant, so a relayed frame for nobody here costs a lookup.
-    var socketsPerPeer: [CallPeer: Int] = [:]
+    /// Open sockets of each call participant (socket → its company): a relayed frame for
+    /// nobody here costs a lookup, and finding a participant's sockets costs their number,
+    /// not a walk over every socket of the instance (a socket leaving asks it).
+    var socketsOfPeer: [CallPeer: [ObjectIdentifier: String]] = [:]
     /// Calls owned here: their company, and the other instances that hold a participant.
     struct OwnedCall {
         var companyID: String
@@ -51,25 +53,30 @@ final class CallFeedState: RealtimeCompanionState {
 
     func joined(_ member: FeedState.Member) async throws {
         guard let peer = member.peer else { return }
-        socketsPerPeer[peer, default: 0] += 1
+        socketsOfPeer[peer, default: [:]][ObjectIdentifier(member.connection)] = member.subscriber.companyID
         try await perform(await calls.participantJoined(peer))
-        if relaysCalls, socketsPerPeer[peer] == 1 { try await announce(peer, companyID: member.subscriber.companyID, present: true) }
+        if relaysCalls, socketsOfPeer[peer]?.count == 1 { try await announce(peer, companyID: member.subscriber.companyID, present: true) }
     }
 
     func left(_ member: FeedState.Member) async {
         guard let peer = member.peer else { return }
-        socketsPerPeer[peer, default: 1] -= 1
-        if socketsPerPeer[peer] == 0 { socketsPerPeer.removeValue(forKey: peer) }
+        socketsOfPeer[peer]?.removeValue(forKey: ObjectIdentifier(member.connection))
+        if socketsOfPeer[peer]?.isEmpty == true { socketsOfPeer.removeValue(forKey: peer) }
         // The call hears of a participant leaving only when its last socket closed.
-        if sockets(of: peer).isEmpty {
+        if !isConnectedHere(peer) {
             // Still connected to another instance: the call waits for nothing.
             if !isRemotelyPresent(peer) { try? await perform(await calls.participantLeft(peer)) }
             if relaysCalls { try? await announce(peer, companyID: member.subscriber.companyID, present: false) }
         }
     }
 
+    /// Whether `peer` has a socket on this instance: a lookup, whatever the number of its
+    /// sockets (an operator console may hold thousands under one participant).
+    func isConnectedHere(_ peer: CallPeer) -> Bool { socketsOfPeer[peer] != nil }
+
     func sockets(of peer: CallPeer) -> [FeedState.Member] {
-        feed.members.filter { $0.peer == peer }
+        guard let sockets = socketsOfPeer[peer] else { return [] }
+        return sockets.compactMap { socket, companyID in feed.companies[companyID]?.members[socket] }
     }
 
     func checkingSessions() async {
@@ -111,7 +118,7 @@ final class CallFeedState: RealtimeCompanionState {
             let peer = CallPeer.resident(userID: userID, deviceID: event.data["device_id"]?.stringValue ?? "default")
             if relaysCalls, try await !claimCall(visitID: visitID, companyID: event.companyID, resident: peer) { return }
             do {
-                try await perform(try await calls.start(visitID: visitID, resident: peer, residentPresent: !sockets(of: peer).isEmpty))
+                try await perform(try await calls.start(visitID: visitID, resident: peer, residentPresent: isConnectedHere(peer)))
             } catch {
                 log.warning("call not started", ["visit_id": .string(visitID), "error": .string(String(describing: error))])
             }

@@ -45,6 +45,10 @@ public struct ServerConfiguration: Sendable {
     /// Connections one client address may hold (0: no limit). Behind `--trusted-proxies`
     /// every connection comes from the proxy, so the limit is off there.
     public var maxConnectionsPerIP = 1024
+    /// HTTP and WebSocket connections held at once (an upgraded socket stays one of
+    /// libmicrohttpd's connections); 0: the open-file limit less what the rest of the
+    /// process needs (``ResourceLimits/connectionBudget()``).
+    public var maxConnections = 0
     /// Request bodies held in memory across all connections at once; beyond it, 503.
     public var maxBufferedBodyBytes = 128 << 20
     /// Seconds a request head may take from the moment the connection could send it
@@ -125,6 +129,7 @@ public struct ServerConfiguration: Sendable {
         OptionSpec("gate-ring-limit", help: "rings at one gate per minute from all addresses together (default 60)"),
         OptionSpec("login-limit", help: "failed logins per account per 15 min before 429 (default 10)"),
         OptionSpec("max-body-size", help: "largest request body in bytes (default 1048576)"),
+        OptionSpec("max-connections", help: "HTTP and WebSocket connections held at once; 0 = the open-file limit less 1,024 (default 0)"),
         OptionSpec("max-connections-per-ip", help: "connections one client address may hold; 0 = no limit (default 1024; off behind --trusted-proxies)"),
         OptionSpec("max-buffered-body-mb", help: "request bodies held in memory at once across connections, MiB (default 128); one address holds at most what is left free"),
         OptionSpec("head-timeout-seconds", help: "a request head must arrive within this many seconds of the connection being ready for it (default 10)"),
@@ -205,6 +210,7 @@ public struct ServerConfiguration: Sendable {
         configuration.loginLimit = try options.integer("login-limit", default: 10, range: 1...1_000_000)
         configuration.maxBodySize = try options.integer("max-body-size", default: 1 << 20, range: 1024...(64 << 20))
         configuration.maxConnectionsPerIP = try options.integer("max-connections-per-ip", default: 1024, range: 0...1_000_000)
+        configuration.maxConnections = try options.integer("max-connections", default: 0, range: 0...10_000_000)
         configuration.maxBufferedBodyBytes = try options.integer("max-buffered-body-mb", default: 128, range: 8...65_536) << 20
         configuration.headTimeoutSeconds = try options.integer("head-timeout-seconds", default: 10, range: 1...600)
         configuration.bodyTimeoutSeconds = try options.integer("body-timeout-seconds", default: 10, range: 1...600)

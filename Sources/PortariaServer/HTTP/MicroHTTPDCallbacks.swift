@@ -119,16 +119,34 @@ private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgr
         if let extraIn, extraInSize > 0 {
             buffered = Array(UnsafeRawBufferPointer(start: extraIn, count: extraInSize))
         }
-        // The socket stays libmicrohttpd's: the WebSocket uses the number until it calls
-        // `close`, which hands it back (libmicrohttpd closes it). One owner, one close.
         let handle = UpgradeHandle(pointer: urh!)
         let server = box.server
         server.upgradeOpened()
         let released = Locked(false)
-        box.upgrade.upgraded(socket: socket, bufferedInput: buffered, close: {
+        let handBack: @Sendable () -> Void = {
             guard !released.withLock({ done in defer { done = true }; return done }) else { return }
             server.releaseUpgrade { _ = portaria_mhd_upgrade_close(handle.pointer) }
+        }
+        // libmicrohttpd keeps an upgraded connection — its struct and its whole memory pool
+        // (`headerMemoryLimit`, 16 KiB) — until the socket is handed back: two thirds of
+        // an idle WebSocket. So the WebSocket gets a descriptor of its own for the same
+        // socket, and libmicrohttpd's connection is handed back at once (from another
+        // thread: this callback runs inside libmicrohttpd's upgrade). libmicrohttpd then
+        // closes only its own number: with MHD_USE_TURBO it does not shut the socket down
+        // first, and a suspended connection is out of its epoll set. The socket lives until
+        // the WebSocket closes its descriptor. Without a spare descriptor, the socket
+        // stays libmicrohttpd's until the WebSocket ends, as before.
+        let own = fcntl(socket, F_DUPFD_CLOEXEC, 0)
+        guard own >= 0 else {
+            box.upgrade.upgraded(socket: socket, bufferedInput: buffered, close: handBack)
+            return
+        }
+        let closed = Locked(false)
+        box.upgrade.upgraded(socket: own, bufferedInput: buffered, close: {
+            guard !closed.withLock({ done in defer { done = true }; return done }) else { return }
+            _ = close(own)
         })
+        Task.detached { handBack() }
     }, box) else {
         Unmanaged<UpgradeBox>.fromOpaque(box).release()
         return portaria_mhd_no

@@ -160,7 +160,7 @@ private struct HubUpgrade: WebSocketUpgrade {
 
     func upgraded(socket: Int32, bufferedInput: [UInt8], close: @escaping @Sendable () -> Void) {
         // Called on a libmicrohttpd thread: everything else happens on the loop. `close`
-        // gives the socket back to libmicrohttpd, which closes the descriptor itself.
+        // ends the socket: the HTTP server closes the descriptor it handed over.
         let hub = hub, topics = topics, handlers = handlers, configuration = configuration
         hub.loop.execute {
             hub.adopt(socket: socket, bufferedInput: bufferedInput, release: close,
