@@ -248,6 +248,18 @@ extension SQLConnection {
         _ = try query("SELECT pg_notify(?, ?) AS notified", [.text(channel.rawValue), .text(payload)])
     }
 
+    /// `lock(_:)` then `notifyAtCommit(_:payload:)` in one statement (one round trip fewer
+    /// while the lock is held). The notification waits for COMMIT either way.
+    public func lock(_ lock: TransactionLock, thenNotifyAtCommit channel: NotificationChannel, payload: String) throws {
+        guard !dialect.hasSingleWriter, dialect.isSharedByInstances else {
+            try self.lock(lock)
+            try notifyAtCommit(channel, payload: payload)
+            return
+        }
+        _ = try query("SELECT pg_advisory_xact_lock(?) AS locked, pg_notify(?, ?) AS notified",
+                      [.integer(lock.advisoryKey), .text(channel.rawValue), .text(payload)])
+    }
+
     /// Whether values this connection overwrites or deletes are zeroed on disk (SQLite's
     /// `secure_delete`) instead of left in free pages. PostgreSQL keeps old row versions
     /// until VACUUM whatever is asked here (docs/ops.md says what to run).
