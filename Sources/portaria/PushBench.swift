@@ -14,9 +14,9 @@ enum PushBench {
         let platform = name == "apns" ? "ios" : "android"
         let token = name == "apns" ? String(repeating: "ab", count: 32) : "bench-fcm-token"
         func makePush(_ index: Int) -> OutgoingPush {
-            OutgoingPush(pushID: UUID().uuidString.lowercased(), kind: name == "apns" ? .visitRing : .visitRing, platform: platform,
+            OutgoingPush(pushID: UUIDText.random(), kind: name == "apns" ? .visitRing : .visitRing, platform: platform,
                          tokenKind: name == "apns" ? .voip : .push, token: token,
-                         message: PushMessage(visitID: UUID().uuidString.lowercased(), callerName: "Visitante \(index)", unitLabel: "A-101",
+                         message: PushMessage(visitID: UUIDText.random(), callerName: "Visitante \(index)", unitLabel: "A-101",
                                               visitKind: .visit, geofence: GeofenceResult(status: .atEntrance, distanceM: 10)),
                          deadline: Date().addingTimeInterval(60))
         }

@@ -180,6 +180,25 @@ public protocol PushProvider: Sendable {
     /// `apns`, `fcm` or `log`, recorded with every attempt.
     var name: String { get }
     func send(_ push: OutgoingPush) async -> PushResult
+    /// Puts `push` on its way on the calling thread, without suspending or blocking, and
+    /// returns what waits for its outcome: the thread that committed a gate POST starts
+    /// its rings with this (decision 0131). Providers that need to suspend before the
+    /// request can leave (an OAuth token to fetch) start it when the outcome is awaited.
+    func start(_ push: OutgoingPush) -> StartedPush
+}
+
+extension PushProvider {
+    public func start(_ push: OutgoingPush) -> StartedPush { StartedPush { await self.send(push) } }
+}
+
+/// A push `PushProvider.start` put on its way; `result()` waits for its outcome.
+public struct StartedPush: Sendable {
+    private let outcome: @Sendable () async -> PushResult
+
+    public init(_ outcome: @escaping @Sendable () async -> PushResult) { self.outcome = outcome }
+
+    /// The outcome, once the provider answered (or gave up); await it once.
+    public func result() async -> PushResult { await outcome() }
 }
 
 /// Picks the provider for a device's platform.

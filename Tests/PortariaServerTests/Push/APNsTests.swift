@@ -213,6 +213,7 @@ struct APNsTests {
             #expect(try rows[jobs[0].pushID]?.string("status") == "sent")
             let records = apns.server.records()
             #expect(records.map { $0["status"]?.intValue } == [403, 200])
+            try #require(records.count == 2)
             #expect(records[0]["jwt"] != records[1]["jwt"])
             #expect(apns.provider.tokens.minted.current == 2)
             #expect(sink.attempts.current.map(\.outcome) == ["accepted"])

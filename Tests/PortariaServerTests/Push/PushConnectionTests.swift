@@ -36,6 +36,20 @@ struct PushConnectionTests {
         return (results, apns, pki)
     }
 
+    @Test("start() puts an APNs push on the wire before anyone awaits its outcome, and the outcome is APNs' answer")
+    func startSendsAtOnce() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let apns = try APNsFixture.make(pki: pki)
+        defer { apns.stop() }
+        // The gate POST's committing thread calls start() and leaves the waiting to a task.
+        let started = apns.provider.start(Self.ring(hexToken(), 1))
+        #expect(await eventually(within: .seconds(30)) { apns.server.records().count == 1 })
+        let result = await started.result()
+        #expect(result.outcome == .accepted)
+        #expect(apns.server.records().map { $0["status"]?.intValue } == [200])
+    }
+
     @Test("120 pushes at once to an APNs that allows 10 streams: one TCP connection, never more than 10 streams open")
     func serverStreamLimit() async throws {
         let (results, apns, pki) = try await Self.sendAtOnce(count: 120, delay: 0.2, serverStreams: 10, clientStreams: 100)

@@ -28,8 +28,8 @@ final class WakePipe {
     }
 
     func drain() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while Glibc.read(readEnd, &buffer, buffer.count) > 0 {}
+        var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        while withUnsafeMutableBytes(of: &buffer, { Glibc.read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
     }
 
     deinit {
@@ -117,23 +117,38 @@ public final class HTTP2Client: @unchecked Sendable {
 
     /// Sends one request (an `https://` URL) over its origin's connection.
     public func send(_ request: OutboundRequest) async throws -> OutboundResponse {
+        try await withUnsafeThrowingContinuation { continuation in
+            hand(request) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Hands one request to the I/O thread without suspending or blocking (a lock and,
+    /// for the first of a batch, one byte into the wake pipe) and returns what waits for
+    /// its answer: the thread that committed a gate POST starts its ring with this.
+    public func start(_ request: OutboundRequest) -> PendingResponse {
+        let pending = PendingResponse()
+        hand(request, completion: pending.fulfil)
+        return pending
+    }
+
+    /// `completion` runs once: on the I/O thread with the answer, or here when the
+    /// request is refused at once.
+    private func hand(_ request: OutboundRequest, completion: @escaping (Result<OutboundResponse, any Error>) -> Void) {
         guard let (origin, path) = Origin.split(request.url) else {
-            throw OutboundHTTPError.transport("not an https URL: \(request.url)")
+            return completion(.failure(OutboundHTTPError.transport("not an https URL: \(request.url)")))
         }
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(max(1, Int(request.timeout * 1000))))
-        return try await withCheckedThrowingContinuation { continuation in
-            let exchange = HTTP2Exchange(request: request, origin: origin, path: path, deadline: deadline, continuation: continuation)
-            let wake = incoming.withLock { pending -> Bool? in
-                guard !stopped.current else { return nil }
-                pending.append(exchange)
-                // One wake-up per batch: the loop takes the whole queue at once.
-                return pending.count == 1
-            }
-            switch wake {
-            case nil: exchange.finish(.failure(OutboundHTTPError.transport("HTTP/2 client is shut down")))
-            case true?: wakePipe.wake()
-            case false?: break
-            }
+        let exchange = HTTP2Exchange(request: request, origin: origin, path: path, deadline: deadline, completion: completion)
+        let wake = incoming.withLock { pending -> Bool? in
+            guard !stopped.current else { return nil }
+            pending.append(exchange)
+            // One wake-up per batch: the loop takes the whole queue at once.
+            return pending.count == 1
+        }
+        switch wake {
+        case nil: exchange.finish(.failure(OutboundHTTPError.transport("HTTP/2 client is shut down")))
+        case true?: wakePipe.wake()
+        case false?: break
         }
     }
 
@@ -154,8 +169,10 @@ public final class HTTP2Client: @unchecked Sendable {
     private func run() {
         var descriptors: [pollfd] = []
         var polled: [HTTP2Connection] = []
+        // The pipe is read only after poll said it is readable: no empty read per turn.
+        var woken = true
         while true {
-            wakePipe.drain()
+            if woken { wakePipe.drain() }
             let (taken, stop) = incoming.withLock { pending -> ([HTTP2Exchange], Bool) in
                 defer { pending.removeAll(keepingCapacity: true) }
                 return (pending, stopped.current)
@@ -190,6 +207,7 @@ public final class HTTP2Client: @unchecked Sendable {
             // at least every second.
             let busy = !waiting.isEmpty || connections.values.contains { !$0.streams.isEmpty } || !draining.isEmpty
             _ = poll(&descriptors, nfds_t(descriptors.count), busy ? 100 : 1000)
+            woken = descriptors[0].revents != 0
             for (index, connection) in polled.enumerated() {
                 let revents = descriptors[index + 1].revents
                 guard revents != 0 else { continue }

@@ -9,7 +9,7 @@ final class HTTP2Exchange {
     let origin: Origin
     let path: String
     let deadline: ContinuousClock.Instant
-    private var continuation: CheckedContinuation<OutboundResponse, any Error>?
+    private var completion: ((Result<OutboundResponse, any Error>) -> Void)?
     /// Connections this request has been put on; bounded so that a peer refusing every
     /// stream cannot keep it cycling.
     var attempts = 0
@@ -27,21 +27,21 @@ final class HTTP2Exchange {
     static let bodyLimit = 1 << 20
 
     init(request: OutboundRequest, origin: Origin, path: String, deadline: ContinuousClock.Instant,
-         continuation: CheckedContinuation<OutboundResponse, any Error>) {
+         completion: @escaping (Result<OutboundResponse, any Error>) -> Void) {
         self.request = request
         self.origin = origin
         self.path = path
         self.deadline = deadline
-        self.continuation = continuation
+        self.completion = completion
     }
 
-    var isFinished: Bool { continuation == nil }
+    var isFinished: Bool { completion == nil }
 
-    /// Resumes the caller once; later calls do nothing.
+    /// Hands the caller its answer once; later calls do nothing.
     func finish(_ result: Result<OutboundResponse, any Error>) {
-        guard let continuation else { return }
-        self.continuation = nil
-        continuation.resume(with: result)
+        guard let completion else { return }
+        self.completion = nil
+        completion(result)
     }
 }
 
@@ -130,23 +130,28 @@ final class HTTP2Connection {
     /// Opens a stream for `exchange` (HEADERS, then DATA from its body as flow control allows).
     func submit(_ exchange: HTTP2Exchange) throws {
         guard let session else { throw OutboundHTTPError.transport("no HTTP/2 session") }
-        var fields: [(String, String)] = [(":method", exchange.request.method), (":scheme", "https"),
-                                          (":authority", origin.authority), (":path", exchange.path)]
-        fields.reserveCapacity(4 + exchange.request.headers.count)
-        for (name, value) in exchange.request.headers { fields.append((name.lowercased(), value)) }
-        // nghttp2 copies names and values during the call: one buffer for all of them.
+        let request = exchange.request
+        // nghttp2 copies names and values during the call: one buffer for all of them, the
+        // names lowercased on the way in (HTTP/2 field names are lowercase on the wire).
         var storage: [UInt8] = []
-        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
+        var size = 40 + request.method.utf8.count + origin.authority.utf8.count + exchange.path.utf8.count
+        for (name, value) in request.headers { size += name.utf8.count + value.utf8.count }
+        storage.reserveCapacity(size)
         var spans: [(Int, Int, Int, Int)] = []
-        spans.reserveCapacity(fields.count)
-        for (name, value) in fields {
+        spans.reserveCapacity(4 + request.headers.count)
+        func add(_ name: String, _ value: String) {
             let nameStart = storage.count
-            storage.append(contentsOf: name.utf8)
+            for byte in name.utf8 { storage.append(byte >= 65 && byte <= 90 ? byte + 32 : byte) }
             let valueStart = storage.count
             storage.append(contentsOf: value.utf8)
             spans.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
         }
-        let hasBody = !exchange.request.body.isEmpty
+        add(":method", request.method)
+        add(":scheme", "https")
+        add(":authority", origin.authority)
+        add(":path", exchange.path)
+        for (name, value) in request.headers { add(name, value) }
+        let hasBody = !request.body.isEmpty
         let streamID: Int32 = storage.withUnsafeMutableBufferPointer { bytes in
             let base = bytes.baseAddress ?? UnsafeMutablePointer<UInt8>(bitPattern: 1)!
             var nv = spans.map { span in

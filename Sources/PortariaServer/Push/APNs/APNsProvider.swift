@@ -91,6 +91,8 @@ public final class APNsProvider: PushProvider {
     public let client: HTTP2Client
     let log: Log
     let now: @Sendable () -> Date
+    /// `<endpoint>/3/device/`: each push's URL is this and its token.
+    private let deviceURL: String
 
     /// VoIP payloads may be 5 KB; every other push type 4 KB (Apple's limits).
     public static let voipPayloadLimit = 5120
@@ -100,6 +102,7 @@ public final class APNsProvider: PushProvider {
         self.configuration = configuration
         self.log = log
         self.now = now
+        deviceURL = configuration.endpoint.trimmingSuffix("/") + "/3/device/"
         let key = try ProviderKey(pemFile: configuration.keyFile)
         tokens = try APNsTokenCache(key: key, keyID: configuration.keyID, teamID: configuration.teamID,
                                     lifetime: configuration.tokenLifetime, now: now)
@@ -223,17 +226,29 @@ public final class APNsProvider: PushProvider {
     /// APNs' answers that refuse the provider token, not the push: a new token may pass.
     static let providerTokenRefused: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken"]
 
-    public func send(_ push: OutgoingPush) async -> PushResult {
+    public func send(_ push: OutgoingPush) async -> PushResult { await start(push).result() }
+
+    /// Renders the push and hands its request to the HTTP/2 client on the calling thread
+    /// (decision 0131); what follows the answer — a retry on a fresh connection, a new
+    /// provider token — happens when the result is awaited.
+    public func start(_ push: OutgoingPush) -> StartedPush {
         let rendered = render(push)
         guard rendered.payload.count <= rendered.limit else {
-            return PushResult(outcome: .failed, reason: "PayloadTooLarge",
-                              detail: "\(rendered.payload.count) bytes > \(rendered.limit) (checked before sending)")
+            let result = PushResult(outcome: .failed, reason: "PayloadTooLarge",
+                                    detail: "\(rendered.payload.count) bytes > \(rendered.limit) (checked before sending)")
+            return StartedPush { result }
         }
         let token: String
         do { token = try tokens.token() } catch {
-            return PushResult(outcome: .failed, reason: "ProviderTokenError", detail: "\(error)")
+            let result = PushResult(outcome: .failed, reason: "ProviderTokenError", detail: "\(error)")
+            return StartedPush { result }
         }
-        var result = await exchange(push, rendered, jwt: token)
+        let first = client.start(request(push, rendered, jwt: token))
+        return StartedPush { [self] in await self.finish(push, rendered, jwt: token, first: first) }
+    }
+
+    private func finish(_ push: OutgoingPush, _ rendered: Rendered, jwt token: String, first: PendingResponse) async -> PushResult {
+        var result = await outcome(of: first)
         if result.outcome == .retry, result.httpStatus == nil {
             // A transport failure on a reused connection (closed by GOAWAY or an idle
             // timeout we had not noticed yet): one immediate retry on a fresh connection.
@@ -258,8 +273,19 @@ public final class APNsProvider: PushProvider {
     }
 
     private func exchange(_ push: OutgoingPush, _ rendered: Rendered, jwt: String) async -> PushResult {
-        let url = configuration.endpoint.trimmingSuffix("/") + "/3/device/" + push.token
-        var request = OutboundRequest(method: "POST", url: url, headers: [
+        await outcome(of: client.start(request(push, rendered, jwt: jwt)))
+    }
+
+    private func outcome(of pending: PendingResponse) async -> PushResult {
+        let response: OutboundResponse
+        do { response = try await pending.value() } catch {
+            return PushResult(outcome: .retry, reason: "transport", detail: "\(error)")
+        }
+        return Self.interpret(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    private func request(_ push: OutgoingPush, _ rendered: Rendered, jwt: String) -> OutboundRequest {
+        var request = OutboundRequest(method: "POST", url: deviceURL + push.token, headers: [
             ("authorization", "bearer \(jwt)"),
             ("apns-push-type", rendered.pushType),
             ("apns-topic", rendered.topic),
@@ -269,11 +295,7 @@ public final class APNsProvider: PushProvider {
             ("content-type", "application/json"),
         ], body: rendered.payload, timeout: configuration.requestTimeout)
         if let collapseID = rendered.collapseID { request.headers.append(("apns-collapse-id", collapseID)) }
-        let response: OutboundResponse
-        do { response = try await client.send(request) } catch {
-            return PushResult(outcome: .retry, reason: "transport", detail: "\(error)")
-        }
-        return Self.interpret(status: response.status, headers: response.headers, body: response.body)
+        return request
     }
 
     /// Apple's response table ("Handling notification responses from APNs").

@@ -79,7 +79,7 @@ public enum PushOutbox {
                 continue
             }
             guard let token else { continue }
-            let pushID = UUID().uuidString.lowercased()
+            let pushID = UUIDText.random()
             try db.execute("""
                 INSERT INTO push_jobs (id, device_id, user_id, kind, platform, token_kind, token, visit_id, message,
                     status, attempts, next_attempt_at, deadline_at, created_at)
@@ -349,7 +349,7 @@ extension PushOutbox {
         try db.execute("""
             INSERT INTO push_attempts (id, push_id, device_id, attempt, at, provider, outcome, http_status, reason, duration_ms, instance)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(UUID().uuidString.lowercased()), .text(attempt.pushID), .text(attempt.deviceID),
+            """, [.text(UUIDText.random()), .text(attempt.pushID), .text(attempt.deviceID),
                   .integer(Int64(attempt.attempt)), .date(attempt.at), .text(attempt.provider), .text(attempt.outcome),
                   attempt.httpStatus.map { .integer(Int64($0)) } ?? .null, .optional(attempt.reason),
                   .integer(durationMs), .text(instance)])

@@ -177,8 +177,11 @@ public final class PushWorker: Sendable {
         }
         guard admitted else { return }
         for job in jobs {
+            // The request leaves from here (decision 0131): no task hop before the HTTP/2
+            // client has it; the task only waits for the answer and records it.
+            let delivery = begin(job)
             Task { [self] in
-                _ = await self.deliver(job)
+                _ = await self.complete(job, delivery)
                 self.inFlight.withLock { $0 -= 1 }
                 self.wakeSignal.signal()
             }
@@ -279,22 +282,39 @@ public final class PushWorker: Sendable {
     /// Sends one claimed job and records the outcome.
     @discardableResult
     func deliver(_ job: ClaimedJob) async -> (String, PushResult) {
+        await complete(job, begin(job))
+    }
+
+    /// A job `begin` looked at: put on its way (`sending`), or too late to send (nil).
+    struct Delivery: Sendable {
+        let provider: String
+        let started: Date
+        let sending: StartedPush?
+    }
+
+    /// Starts sending one claimed job without suspending (the provider's `start`).
+    func begin(_ job: ClaimedJob) -> Delivery {
         let provider = providers.provider(for: job.push.platform)
         let started = now()
-        let result: PushResult
-        if job.push.deadline <= started {
-            // Never ring late: a visitor who gave up must not make a phone ring.
-            result = PushResult(outcome: .failed, reason: "deadline passed before sending")
-            await record(job, provider: provider.name, result: result, expired: true, started: started)
-        } else {
-            if job.push.kind == .visitRing, job.attempt == 1, let created = job.createdAt {
-                let seconds = started.timeIntervalSince(created)
-                if seconds >= 0 && seconds < 3600 { ServerMetrics.shared.ringPush.observe(seconds) }
-            }
-            result = await provider.send(job.push)
-            await record(job, provider: provider.name, result: result, expired: false, started: started)
+        // Never ring late: a visitor who gave up must not make a phone ring.
+        guard job.push.deadline > started else { return Delivery(provider: provider.name, started: started, sending: nil) }
+        if job.push.kind == .visitRing, job.attempt == 1, let created = job.createdAt {
+            let seconds = started.timeIntervalSince(created)
+            if seconds >= 0 && seconds < 3600 { ServerMetrics.shared.ringPush.observe(seconds) }
         }
-        return (provider.name, result)
+        return Delivery(provider: provider.name, started: started, sending: provider.start(job.push))
+    }
+
+    /// Waits for the outcome of a job `begin` started and records it.
+    func complete(_ job: ClaimedJob, _ delivery: Delivery) async -> (String, PushResult) {
+        guard let sending = delivery.sending else {
+            let result = PushResult(outcome: .failed, reason: "deadline passed before sending")
+            await record(job, provider: delivery.provider, result: result, expired: true, started: delivery.started)
+            return (delivery.provider, result)
+        }
+        let result = await sending.result()
+        await record(job, provider: delivery.provider, result: result, expired: false, started: delivery.started)
+        return (delivery.provider, result)
     }
 
     private func record(_ job: ClaimedJob, provider: String, result: PushResult, expired: Bool, started: Date) async {
