@@ -65,3 +65,49 @@ stop_server() {
   SERVER_PID=
 }
 
+
+# start_push_sink DIR PKI TOKEN… — nghttpd (Debian's nghttp2-server, C) on a free port as
+# a stand-in for APNs: it answers 200 to POST /3/device/<token> for each TOKEN given (one
+# file per token under DIR; any other path is its 404), over TLS with PKI's server.pem,
+# which PKI's ca.pem (scripts/testservers/make-test-pki) signs. Sets SINK_PID, SINK_PORT.
+start_push_sink() {
+  local dir=$1 pki=$2 token attempt
+  shift 2
+  mkdir -p "$dir/3/device"
+  for token in "$@"; do printf '{}' >"$dir/3/device/$token"; done
+  for attempt in 1 2 3 4 5; do
+    SINK_PORT=$(free_port) || die "no free port"
+    nghttpd -d "$dir" "$SINK_PORT" "$pki/server.key" "$pki/server.pem" >"$dir.log" 2>&1 &
+    SINK_PID=$!
+    for _ in $(seq 1 100); do
+      curl -fsS --http2 --cacert "$pki/ca.pem" -o /dev/null -X POST --data '{}' \
+        "https://127.0.0.1:$SINK_PORT/3/device/$1" 2>/dev/null && return 0
+      kill -0 "$SINK_PID" 2>/dev/null || continue 2   # the port was taken: another
+      sleep 0.1
+    done
+  done
+  die "nghttpd did not start: $(cat "$dir.log")"
+}
+
+# metric_sum URL NAME [LABEL_MATCH] — the sum of a Prometheus family's samples at URL
+# (`--metrics-listen`'s /metrics) whose labels contain LABEL_MATCH (e.g. outcome="accepted").
+metric_sum() {
+  curl -fsS "$1/metrics" 2>/dev/null | awk -v name="$2" -v match_="${3:-}" '
+    index($0, name) == 1 && (substr($0, length(name) + 1, 1) == "{" || substr($0, length(name) + 1, 1) == " ") \
+      && (match_ == "" || index($0, match_) > 0) { sum += $NF }
+    END { printf "%.0f\n", sum }'
+}
+
+# cpu_ns PID… — CPU time the processes (every thread) have run, in nanoseconds
+# (/proc/PID/task/*/schedstat: ns resolution, where /proc/PID/stat counts 10 ms ticks).
+# Threads that have ended are not counted: compare it across a window of a long-lived server.
+cpu_ns() {
+  local pid total=0 task run
+  for pid in "$@"; do
+    for task in /proc/"$pid"/task/*/schedstat; do
+      read -r run _ 2>/dev/null <"$task" || continue
+      total=$((total + run))
+    done
+  done
+  echo "$total"
+}

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -19,6 +20,15 @@ static inline void portaria_mhd_logger(void *cls, const char *fmt, va_list ap) {
     vsnprintf(buffer, sizeof buffer, fmt, ap);
     portaria_mhd_log_fn sink = (portaria_mhd_log_fn)cls;
     if (sink) sink(buffer);
+}
+
+/* Leaves percent-escapes as they came: libmicrohttpd would otherwise decode the path
+   before the router splits it, so an encoded '/' would split a value and an encoded '%'
+   would be decoded a second time by the router. The router decodes each path segment
+   once; the server decodes query arguments itself (PercentDecoding). */
+static inline size_t portaria_mhd_keep_escapes(void *cls, struct MHD_Connection *connection, char *value) {
+    (void)cls; (void)connection;
+    return strlen(value);
 }
 
 struct portaria_mhd_config {
@@ -51,6 +61,7 @@ static inline struct MHD_Daemon *portaria_mhd_start(const struct portaria_mhd_co
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, c->connection_memory_limit,
         MHD_OPTION_NOTIFY_COMPLETED, c->completed_handler, c->completed_handler_cls,
         MHD_OPTION_NOTIFY_CONNECTION, c->connection_handler, c->connection_handler_cls,
+        MHD_OPTION_UNESCAPE_CALLBACK, portaria_mhd_keep_escapes, NULL,
         MHD_OPTION_END);
 }
 

@@ -27,9 +27,12 @@ enum BenchCommand {
                   C closed-loop clients: throughput, ratio to /healthz, percentiles.
 
         openloop  --url U [--rates 100,300,1000] [--seconds 10] [--limit-ms 25] [--max-in-flight 2000]
-                  [--bisections 3] [--label sqlite|postgres]: gate POSTs, then resolves, arriving
+                  [--bisections 3] [--label sqlite|postgres]
+                  [--buildings N --portaria BIN --database URL]: gate POSTs, then resolves, arriving
                   at fixed rates (open loop, latency from each arrival's due time): p50/p99/p999
-                  per rate, and the highest rate whose p99 stays under --limit-ms.
+                  per rate, and the highest rate whose p99 stays under --limit-ms. --buildings
+                  spreads them over the demo building and N − 1 more like it, made on the
+                  first run with `BIN admin … --database URL` (the server's database).
 
         soak      (scripts/soak) --url U --server-pid PID [--seconds 600] [--interval 60] [--warmup 30]
                   [--sockets 200] [--readers 16] [--visit-rate 10] [--renew-rate 2] [--bound-percent 5]:

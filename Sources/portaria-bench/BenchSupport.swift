@@ -9,10 +9,14 @@ import PortariaWebSocket
 // HTTP load driver and the parseable RESULT lines bench/run turns into its summary.
 
 /// VmRSS of a process in KiB, from `/proc/PID/status`.
-func residentKilobytes(_ pid: Int) -> Int? {
+func residentKilobytes(_ pid: Int) -> Int? { processStatus(pid, "VmRSS") }
+
+/// The number a `/proc/PID/status` line starts with (`VmRSS:\t  1234 kB` → 1234,
+/// `Threads:\t12` → 12).
+func processStatus(_ pid: Int, _ field: String) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
-    return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
+    return line.dropFirst(field.count + 1).split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) }
 }
 
 /// Milliseconds between two `MonotonicClock` readings.

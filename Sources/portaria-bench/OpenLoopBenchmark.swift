@@ -13,6 +13,9 @@ import PortariaWebSocket
 /// Then the highest rate whose p99 stays under `--limit-ms` is narrowed by bisection
 /// between the last rate that held and the first that did not.
 ///
+/// `--buildings N` spreads the arrivals over N buildings in turn (`BenchBuildings`): one
+/// building's visits all take its company's event-log lock, many buildings' do not.
+///
 /// The generator's own limit is printed beside the figures: `late` is how far behind its
 /// schedule the client was when it sent (p99), so a figure where the client, not the
 /// server, fell behind is visible as such.
@@ -23,6 +26,7 @@ struct OpenLoopBenchmark {
     let maxInFlight: Int
     let bisections: Int
     let target: DemoTarget
+    let buildings: BenchBuildings
 
     init(options: Options) throws {
         let rateList = options.string("rates") ?? "100,300,1000"
@@ -36,6 +40,7 @@ struct OpenLoopBenchmark {
         maxInFlight = try options.count("max-in-flight", default: 2000)
         bisections = max(0, try options.int("bisections", default: 3))
         target = try DemoTarget(options)
+        buildings = try BenchBuildings(options: options)
     }
 
     /// One scenario at one rate.
@@ -50,28 +55,32 @@ struct OpenLoopBenchmark {
 
     func run() async throws {
         let http = BenchHTTP(baseURL: target.baseURL, connections: 256)
-        let unitID = try await http.unitID(gate: target.gate, label: target.unitLabel)
-        let people = try await target.residents(http)
-        let gate = target.gate
-        print("openloop (\(target.label)): \(Int(seconds)) s per rate, p99 limit \(Int(limitMilliseconds)) ms, rates \(rates.map(String.init).joined(separator: ", "))/s")
+        let places = try await buildings.prepare(http, demo: target)
+        print("openloop (\(target.label)): \(places.count) building\(places.count == 1 ? "" : "s"), \(Int(seconds)) s per rate, "
+              + "p99 limit \(Int(limitMilliseconds)) ms, rates \(rates.map(String.init).joined(separator: ", "))/s")
 
-        // Warm-up outside the figures: connections, prepared statements, the first visits.
-        _ = await arrive(rate: 50, seconds: 1) { index in
-            try await http.createVisit(gate: gate, unitID: unitID, name: "Warm \(index)").status == 201
+        // Warm-up outside the figures: connections, prepared statements, the first visits
+        // (of every building).
+        _ = await arrive(rate: 50, seconds: max(1, Double(places.count) / 50)) { index in
+            let place = places[index % places.count]
+            return try await http.createVisit(gate: place.gate, unitID: place.unitID, name: "Warm \(index)").status == 201
         }
 
         func measure(_ rate: Int, seconds: Double) async -> (gate: Outcome, resolve: Outcome) {
-            let created = Locked<[String]>([])
+            let created = Locked<[(visit: String, building: Int)]>([])
             let gateOutcome = await arrive(rate: rate, seconds: seconds) { index in
-                let (status, id) = try await http.createVisit(gate: gate, unitID: unitID, name: "Open \(rate)-\(index)")
-                if let id { created.withLock { $0.append(id) } }
+                let building = index % places.count
+                let place = places[building]
+                let (status, id) = try await http.createVisit(gate: place.gate, unitID: place.unitID, name: "Open \(rate)-\(index)")
+                if let id { created.withLock { $0.append((id, building)) } }
                 return status == 201
             }
             let visits = created.withLock { $0 }
             let resolveOutcome = await arrive(rate: rate, seconds: Double(visits.count) / Double(rate)) { index in
                 guard index < visits.count else { return false }
-                let person = people[index % people.count]
-                return try await http.send("POST", "/v1/visits/\(visits[index])/resolve",
+                let residents = places[visits[index].building].residents
+                let person = residents[(index / places.count) % residents.count]
+                return try await http.send("POST", "/v1/visits/\(visits[index].visit)/resolve",
                                            headers: ["Authorization": "Bearer \(person.token)", "X-Company-Id": person.companyID,
                                                      "Idempotency-Key": "open-\(UUID().uuidString)"],
                                            json: #"{"action":"authorize"}"#).status == 200
@@ -106,7 +115,7 @@ struct OpenLoopBenchmark {
         }
         print("  " + verdict)
         printResult(scenario: "openloop-max-rate", database: target.label,
-                    "limit_ms=\(Int(limitMilliseconds)) rate=\(held ?? 0) failed_rate=\(failed ?? 0)")
+                    "buildings=\(buildings.count) limit_ms=\(Int(limitMilliseconds)) rate=\(held ?? 0) failed_rate=\(failed ?? 0)")
     }
 
     private func holds(_ outcome: Outcome) -> Bool {
@@ -123,7 +132,7 @@ struct OpenLoopBenchmark {
               + (outcome.refusedByClient > 0 ? ", \(outcome.refusedByClient) not sent: \(maxInFlight) in flight" : "") + ")")
         let scenario = name.hasPrefix("gate") ? "openloop-gate-post" : "openloop-resolve"
         printResult(scenario: scenario, database: target.label,
-                    "rate=\(outcome.rate) " + String(format: "achieved=%.1f ", outcome.achievedRate) + outcome.latencies.fields
+                    "buildings=\(buildings.count) rate=\(outcome.rate) " + String(format: "achieved=%.1f ", outcome.achievedRate) + outcome.latencies.fields
                         + String(format: " late_p99_ms=%.3f", outcome.lateness.at(0.99))
                         + " errors=\(outcome.errors) not_sent=\(outcome.refusedByClient)")
     }

@@ -385,7 +385,7 @@ struct IntervalRow: Sendable {
         walKiB = walFile.flatMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.map { $0 / 1024 } ?? -1
         rssKiB = residentKilobytes(pid) ?? 0
         descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
-        threads = Self.threadCount(pid) ?? -1
+        threads = processStatus(pid, "Threads") ?? -1
         self.openSockets = openSockets
     }
 
@@ -403,12 +403,6 @@ struct IntervalRow: Sendable {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    static func threadCount(_ pid: Int) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") }) else { return nil }
-        return line.split(separator: "\t").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     }
 }
 #endif

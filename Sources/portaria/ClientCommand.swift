@@ -381,7 +381,7 @@ enum WatchLine {
             if let reason = data.reason { parts.append(reason.rawValue) }
         case .resolved:
             if let resolution = data.resolution {
-                parts.append(ResolutionText.alreadyResolved(resolution, timeZone: timeZone).replacingOccurrences(of: " já ", with: " "))
+                parts.append(ResolutionText.notice(resolution, timeZone: timeZone))
             }
         case .unanswered, .cancelled, .expired, .photoAdded, .voiceMessageAdded:
             break

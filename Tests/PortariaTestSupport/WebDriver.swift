@@ -183,8 +183,10 @@ package final class WebDriver: @unchecked Sendable {
     }
 
     /// One WebDriver request on a fresh loopback connection; returns the answer's `value`.
+    /// The timeout only detects a driver that hangs: with eight browser tests sharing two
+    /// cores, a WebKit command once went unanswered for 30 s.
     static func send(port: UInt16, _ method: String, _ path: String, _ body: Any?,
-                             timeout: Duration = .seconds(30)) async throws -> Any? {
+                             timeout: Duration = .seconds(90)) async throws -> Any? {
         var payload: [UInt8] = []
         if let body {
             payload = Array(try JSONSerialization.data(withJSONObject: body))
@@ -196,12 +198,21 @@ package final class WebDriver: @unchecked Sendable {
             head += "Content-Type: application/json; charset=utf-8\r\nContent-Length: \(payload.count)\r\n"
         }
         let bytes = Array((head + "\r\n").utf8) + payload
+        let shown = describe(body)
         let response = try await offload { () -> RawResponse in
             let connection = try RawConnection(port: port)
             defer { connection.close() }
             try connection.send(bytes)
-            guard let response = try connection.readResponse(timeout: timeout) else {
-                throw HarnessError("chromedriver closed the connection on \(method) \(path)")
+            // A driver that never answers names the command it left hanging (the bare
+            // socket timeout says only that something did).
+            let response: RawResponse?
+            do {
+                response = try connection.readResponse(timeout: timeout)
+            } catch let error as HarnessError {
+                throw HarnessError("\(method) \(path) \(shown): \(error.description)")
+            }
+            guard let response else {
+                throw HarnessError("the WebDriver server closed the connection on \(method) \(path)")
             }
             return response
         }
@@ -214,6 +225,12 @@ package final class WebDriver: @unchecked Sendable {
                                  message: details?["message"] as? String ?? String(response.text.prefix(500)))
         }
         return value is NSNull ? nil : value
+    }
+
+    /// A command's body, short enough for an error message (scripts cut to their start).
+    static func describe(_ body: Any?) -> String {
+        guard let body, let data = try? JSONSerialization.data(withJSONObject: body) else { return "" }
+        return String(decoding: data.prefix(160), as: UTF8.self)
     }
 
     // MARK: Commands

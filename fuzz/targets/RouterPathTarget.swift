@@ -1,7 +1,8 @@
 import Foundation
 
 // fuzz/router-path: Router.match (segment split, percent-decoding of parameters,
-// backtracking between static segments and parameters) on arbitrary methods and paths.
+// backtracking between static segments and parameters) on arbitrary methods and paths,
+// and the query arguments' lenient percent-decoding on the same bytes.
 
 let fuzzRouter: Router = {
     let router = Router()
@@ -37,6 +38,13 @@ public func fuzzRouterPath(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         invariant(!allowed.isEmpty && !allowed.contains(method), "405 for \(method) allowing \(allowed)")
     case .notFound:
         break
+    }
+    let decoded = PercentDecoding.decodeLeniently(path)
+    invariant(decoded.utf8.count <= path.utf8.count, "decoding \(path) grew it")
+    if !path.contains("%") { invariant(decoded == path, "\(path) changed without an escape") }
+    if !decoded.contains("\u{FFFD}") {
+        let escaped = decoded.utf8.map { String(format: "%%%02X", $0) }.joined()
+        invariant(PercentDecoding.decodeLeniently(escaped) == decoded, "\(decoded) does not survive escaping")
     }
     return 0
 }

@@ -12,6 +12,8 @@ Per-token scripts (--script JSON: {token: [response, ...]}) play answers in orde
   {"status": 429, "reason": "TooManyRequests"}
   {"status": 503, "reason": "ServiceUnavailable", "goaway": true}   then GOAWAY + close
   {"expire_jwt": true}    answers 403 ExpiredProviderToken and revokes the JWT used
+  {"reject_jwt": true}    answers 403 InvalidProviderToken, and so to every later request with
+                          the JWT used (as for a key Apple no longer accepts)
   {"status": 200, "delay": 5}   answers 200 after 5 s (other streams go on)
 Every request is appended to --record as one JSON line; --stats FILE counts accepted TCP
 connections and the peak of open streams (h2server.py); --max-concurrent-streams N is
@@ -59,6 +61,7 @@ def main():
         with open(args.script) as f:
             script = {token: list(answers) for token, answers in json.load(f).items()}
     revoked = set()
+    rejected = set()
     verified = {}  # JWT text -> claims; verifying ECDSA once per token, as a cache would
     record = open(args.record, "a", buffering=1) if args.record else None
     lock = threading.Lock()
@@ -115,6 +118,8 @@ def main():
             if claims.get("iss") != args.team_id or not isinstance(claims.get("iat"), int):
                 return answer(request, 403, "InvalidProviderToken", note="iss/iat")
             verified[jwt] = (header, claims)
+        if jwt in rejected:
+            return answer(request, 403, "InvalidProviderToken", note="rejected by script")
         header, claims = verified[jwt]
         now = time.time()
         if jwt in revoked or now - claims["iat"] > args.max_token_age:
@@ -156,6 +161,9 @@ def main():
             if step.get("expire_jwt"):
                 revoked.add(jwt)
                 return answer(request, 403, "ExpiredProviderToken", note="scripted")
+            if step.get("reject_jwt"):
+                rejected.add(jwt)
+                return answer(request, 403, "InvalidProviderToken", note="scripted")
             if step.get("status", 200) == 200:
                 response = answer(request, 200, note="scripted")
                 response.delay = step.get("delay", 0)

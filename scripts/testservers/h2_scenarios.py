@@ -8,8 +8,11 @@ Modes (--mode):
   goaway-at N   the first connection holds requests until N have arrived, then sends
                 GOAWAY with last_stream_id = the stream of the (N/2)-th request, answers the
                 requests at or below it and closes; later connections behave as `answer`.
+  mute          the first connection answers its first request, then reads and drops
+                everything (no PING acknowledgement, no answers) without closing: a peer
+                that stopped answering; later connections behave as `answer`.
 Every event is appended to --record as one JSON line:
-  {"event": "received" | "answered" | "ping", "connection": C, "stream": S, "id": x-request-id}
+  {"event": "received" | "answered" | "ping" | "ignored" | "closed", "connection": C, "stream": S, "id": x-request-id}
 """
 import argparse
 import asyncio
@@ -40,13 +43,20 @@ class Protocol(asyncio.Protocol):
         self.held = []
         self.transport = None
         self.closing = False
+        self.muted = False
 
     def connection_made(self, transport):
         self.transport = transport
         self.conn.initiate_connection()
         transport.write(self.conn.data_to_send())
 
+    def connection_lost(self, exc):
+        record("closed", self.connection_id, 0, None)
+
     def data_received(self, data):
+        if self.muted:
+            record("ignored", self.connection_id, 0, None)
+            return
         for event in self.conn.receive_data(data):
             if isinstance(event, h2.events.RequestReceived):
                 self.ids[event.stream_id] = dict(event.headers).get("x-request-id", "")
@@ -78,6 +88,8 @@ class Protocol(asyncio.Protocol):
                 asyncio.get_running_loop().call_later(0.2, self.transport.close)
             return
         self.answer(stream_id)
+        if mode == "mute" and self.connection_id == 1:
+            self.muted = True
 
     def answer(self, stream_id):
         body = (self.ids.get(stream_id) or "").encode()
@@ -93,7 +105,7 @@ def main():
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--record", required=True)
-    parser.add_argument("--mode", choices=["answer", "hold", "goaway-at"], default="answer")
+    parser.add_argument("--mode", choices=["answer", "hold", "goaway-at", "mute"], default="answer")
     parser.add_argument("--count", type=int, default=10, help="N of goaway-at")
     ARGS, _ = parser.parse_known_args()
 

@@ -215,7 +215,7 @@ extension ClientText {
         case .expired: return "Expirou às \(time)"
         case .resolved:
             guard let resolution else { return "Resolvida às \(time)" }
-            return ResolutionText.alreadyResolved(resolution, timeZone: timeZone).replacingOccurrences(of: " já ", with: " ")
+            return ResolutionText.notice(resolution, timeZone: timeZone)
         }
     }
 

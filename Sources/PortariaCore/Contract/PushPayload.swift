@@ -43,11 +43,31 @@ public enum NotificationActionID {
     public static let answer = "answer"
 }
 
-/// `visit.ring`: everything the call screen shows, so the app can report the call to
-/// CallKit before any network call.
-public struct RingPush: Sendable, Equatable {
+/// What every push about a visit carries: the push (what its receipt names), the visit,
+/// and the per-push capability `POST /v1/push/{push_id}/ack` accepts instead of a bearer.
+/// Made by the push types' initialisers; apps read it.
+public struct PushReference: Sendable, Equatable {
     public var pushID: String
     public var visitID: String
+    /// nil from a server older than decision 0016.
+    public var ackToken: String?
+}
+
+/// A push about one visit; its reference's members read as its own (`push.visitID`).
+public protocol VisitPush: Sendable, Equatable {
+    var reference: PushReference { get }
+}
+
+extension VisitPush {
+    public var pushID: String { reference.pushID }
+    public var visitID: String { reference.visitID }
+    public var ackToken: String? { reference.ackToken }
+}
+
+/// `visit.ring`: everything the call screen shows, so the app can report the call to
+/// CallKit before any network call.
+public struct RingPush: VisitPush {
+    public var reference: PushReference
     /// The name the visitor typed ("Visitante" when none).
     public var callerName: String
     public var unitLabel: String
@@ -56,28 +76,22 @@ public struct RingPush: Sendable, Equatable {
     /// When this ring stops (the ring deadline); nil if the payload did not say.
     public var expiresAt: Date?
     public var carrier: String?
-    /// The per-push capability `POST /v1/push/{push_id}/ack` accepts instead of a bearer;
-    /// nil from a server older than decision 0016.
-    public var ackToken: String?
 
     public init(pushID: String, visitID: String, callerName: String, unitLabel: String, kind: VisitKind, geofence: GeofenceResult,
                 expiresAt: Date? = nil, carrier: String? = nil, ackToken: String? = nil) {
-        self.pushID = pushID
-        self.visitID = visitID
+        reference = PushReference(pushID: pushID, visitID: visitID, ackToken: ackToken)
         self.callerName = callerName
         self.unitLabel = unitLabel
         self.kind = kind
         self.geofence = geofence
         self.expiresAt = expiresAt
         self.carrier = carrier
-        self.ackToken = ackToken
     }
 }
 
 /// `delivery`: an actionable notification for a courier.
-public struct DeliveryPush: Sendable, Equatable {
-    public var pushID: String
-    public var visitID: String
+public struct DeliveryPush: VisitPush {
+    public var reference: PushReference
     public var callerName: String
     public var unitLabel: String
     public var carrier: String?
@@ -85,27 +99,22 @@ public struct DeliveryPush: Sendable, Equatable {
     /// alerts do not.
     public var expiresAt: Date?
     public var geofence: GeofenceResult?
-    /// The per-push acknowledgement capability (see `RingPush.ackToken`).
-    public var ackToken: String?
 
     public init(pushID: String, visitID: String, callerName: String, unitLabel: String, carrier: String? = nil,
                 expiresAt: Date? = nil, geofence: GeofenceResult? = nil, ackToken: String? = nil) {
-        self.pushID = pushID
-        self.visitID = visitID
+        reference = PushReference(pushID: pushID, visitID: visitID, ackToken: ackToken)
         self.callerName = callerName
         self.unitLabel = unitLabel
         self.carrier = carrier
         self.expiresAt = expiresAt
         self.geofence = geofence
-        self.ackToken = ackToken
     }
 }
 
 /// `delivery.resolved`: what replaces a delivery notification once it was decided
 /// elsewhere ("Maria autorizou às 14:32", "Deixado na portaria automaticamente às 14:32").
-public struct DeliveryResolvedPush: Sendable, Equatable {
-    public var pushID: String
-    public var visitID: String
+public struct DeliveryResolvedPush: VisitPush {
+    public var reference: PushReference
     public var unitLabel: String
     /// nil when the server sent an action this version does not know.
     public var action: ResolutionAction?
@@ -115,20 +124,16 @@ public struct DeliveryResolvedPush: Sendable, Equatable {
     public var via: ResolutionChannel?
     /// The pt-BR sentence, already in the condominium's time zone.
     public var text: String
-    /// The per-push acknowledgement capability, when the server sends one.
-    public var ackToken: String?
 
     public init(pushID: String, visitID: String, unitLabel: String, action: ResolutionAction? = nil, resolvedByName: String? = nil,
                 resolvedAt: Date? = nil, via: ResolutionChannel? = nil, text: String, ackToken: String? = nil) {
-        self.pushID = pushID
-        self.visitID = visitID
+        reference = PushReference(pushID: pushID, visitID: visitID, ackToken: ackToken)
         self.unitLabel = unitLabel
         self.action = action
         self.resolvedByName = resolvedByName
         self.resolvedAt = resolvedAt
         self.via = via
         self.text = text
-        self.ackToken = ackToken
     }
 
     /// The unit's delivery rule decided; nobody was asked.
@@ -136,19 +141,14 @@ public struct DeliveryResolvedPush: Sendable, Equatable {
 }
 
 /// `visit.ring_cancelled`: this phone should stop ringing.
-public struct RingCancelledPush: Sendable, Equatable {
-    public var pushID: String
-    public var visitID: String
+public struct RingCancelledPush: VisitPush {
+    public var reference: PushReference
     /// nil when the server sent a reason this version does not know.
     public var reason: RingCancelReason?
-    /// The per-push acknowledgement capability (see `RingPush.ackToken`).
-    public var ackToken: String?
 
     public init(pushID: String, visitID: String, reason: RingCancelReason? = nil, ackToken: String? = nil) {
-        self.pushID = pushID
-        self.visitID = visitID
+        reference = PushReference(pushID: pushID, visitID: visitID, ackToken: ackToken)
         self.reason = reason
-        self.ackToken = ackToken
     }
 }
 

@@ -117,30 +117,37 @@ public struct VisitEventData: Sendable, Equatable, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         visitID = try container.decode(String.self, forKey: .visitID)
-        unitID = try? container.decodeIfPresent(String.self, forKey: .unitID)
-        unitLabel = try? container.decodeIfPresent(String.self, forKey: .unitLabel)
-        kind = try? container.decodeIfPresent(VisitKind.self, forKey: .kind)
-        status = try? container.decodeIfPresent(VisitStatus.self, forKey: .status)
-        userIDs = try? container.decodeIfPresent([String].self, forKey: .userIDs)
-        reason = try? container.decodeIfPresent(RingCancelReason.self, forKey: .reason)
-        answeredBy = try? container.decodeIfPresent(PersonRef.self, forKey: .answeredBy)
-        by = try? container.decodeIfPresent(PersonRef.self, forKey: .by)
-        deviceID = try? container.decodeIfPresent(String.self, forKey: .deviceID)
-        action = try? container.decodeIfPresent(ResolutionAction.self, forKey: .action)
-        at = try? container.decodeIfPresent(Date.self, forKey: .at)
-        via = try? container.decodeIfPresent(ResolutionChannel.self, forKey: .via)
-        step = try? container.decodeIfPresent(Int.self, forKey: .step)
-        visitorName = try? container.decodeIfPresent(String.self, forKey: .visitorName)
-        carrier = try? container.decodeIfPresent(String.self, forKey: .carrier)
-        geofence = try? container.decodeIfPresent(GeofenceResult.self, forKey: .geofence)
-        stepExpiresAt = try? container.decodeIfPresent(Date.self, forKey: .stepExpiresAt)
-        ringDeadline = try? container.decodeIfPresent(Date.self, forKey: .ringDeadline)
-        notifyUserIDs = try? container.decodeIfPresent([String].self, forKey: .notifyUserIDs)
+        unitID = container.lenient(.unitID)
+        unitLabel = container.lenient(.unitLabel)
+        kind = container.lenient(.kind)
+        status = container.lenient(.status)
+        userIDs = container.lenient(.userIDs)
+        reason = container.lenient(.reason)
+        answeredBy = container.lenient(.answeredBy)
+        by = container.lenient(.by)
+        deviceID = container.lenient(.deviceID)
+        action = container.lenient(.action)
+        at = container.lenient(.at)
+        via = container.lenient(.via)
+        step = container.lenient(.step)
+        visitorName = container.lenient(.visitorName)
+        carrier = container.lenient(.carrier)
+        geofence = container.lenient(.geofence)
+        stepExpiresAt = container.lenient(.stepExpiresAt)
+        ringDeadline = container.lenient(.ringDeadline)
+        notifyUserIDs = container.lenient(.notifyUserIDs)
     }
 
     /// The resolution a `visit.resolved` event carries.
     public var resolution: VisitResolution? {
         guard let action, let by, let at, let via else { return nil }
         return VisitResolution(action: action, by: by, at: at, via: via)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// The member at `key`, or nil when it is absent, null or a value this version cannot read.
+    func lenient<Value: Decodable>(_ key: Key) -> Value? {
+        try? decodeIfPresent(Value.self, forKey: key)
     }
 }

@@ -98,12 +98,13 @@ public enum Geofence {
         // The server validates coordinates first; this keeps `Int(_:)` below from ever
         // trapping (or answering nonsense) on a coordinate that reached here some other way.
         guard location.lat.isFinite, location.lon.isFinite else { return .unknown }
-        let distance = self.distance(from: GeoPoint(lat: location.lat, lon: location.lon), to: gate)
+        let point = GeoPoint(lat: location.lat, lon: location.lon)
+        let distance = self.distance(from: point, to: gate)
         guard distance.isFinite else { return .unknown }
         let allowance = radius + min(location.accuracyM, maximumAccuracyAllowance)
         return GeofenceResult(status: distance <= allowance ? .atEntrance : .away,
                               distanceM: Int(distance.rounded()),
-                              bearingDeg: bearing(from: gate, to: GeoPoint(lat: location.lat, lon: location.lon)))
+                              bearingDeg: bearing(from: gate, to: point))
     }
 
     /// pt-BR badge: `✓ Na entrada`, `⚠ A 340m da portaria`, `⚠ A 1,2km da portaria`,

@@ -356,30 +356,26 @@ public enum ResolutionText {
     /// "Maria já autorizou às 14:32" — what the resident who lost the race sees, with
     /// the time in the company's time zone.
     public static func alreadyResolved(_ resolution: VisitResolution, timeZone: TimeZone) -> String {
-        let time = clock(resolution.at, timeZone: timeZone)
-        if resolution.via == .auto {
-            return "Deixado na portaria automaticamente às \(time)"
-        }
-        let who = firstName(resolution.by.name)
-        switch resolution.action {
-        case .authorize: return "\(who) já autorizou às \(time)"
-        case .deny: return "\(who) já negou às \(time)"
-        case .leaveAtConcierge: return "\(who) pediu para deixar na portaria às \(time)"
-        }
+        sentence(resolution, timeZone: timeZone, already: "já ")
     }
 
-    /// "Maria autorizou às 14:32" — the line that replaces a delivery notification once
-    /// someone else (or the unit's delivery rule) decided it, in the company's time zone.
-    /// Unlike `alreadyResolved` it is news, not a refusal, so there is no "já".
+    /// "Maria autorizou às 14:32" — a decision as news, in the company's time zone: the
+    /// line that replaces a delivery notification once someone else (or the unit's
+    /// delivery rule) decided it, and a resolved visit's status. Unlike `alreadyResolved`
+    /// it is not a refusal, so there is no "já".
     public static func notice(_ resolution: VisitResolution, timeZone: TimeZone) -> String {
+        sentence(resolution, timeZone: timeZone, already: "")
+    }
+
+    private static func sentence(_ resolution: VisitResolution, timeZone: TimeZone, already: String) -> String {
         let time = clock(resolution.at, timeZone: timeZone)
         if resolution.via == .auto {
             return "Deixado na portaria automaticamente às \(time)"
         }
         let who = firstName(resolution.by.name)
         switch resolution.action {
-        case .authorize: return "\(who) autorizou às \(time)"
-        case .deny: return "\(who) negou às \(time)"
+        case .authorize: return "\(who) \(already)autorizou às \(time)"
+        case .deny: return "\(who) \(already)negou às \(time)"
         case .leaveAtConcierge: return "\(who) pediu para deixar na portaria às \(time)"
         }
     }

@@ -76,9 +76,13 @@ public struct AccountStore: Sendable {
 
     /// People by id with their display names; a user deleted since is named "".
     static func people(_ db: any SQLConnection, ids: [String]) throws -> [PersonRef] {
-        try ids.map { id in
-            PersonRef(id: id, name: try db.queryOne("SELECT name FROM users WHERE id = ?", .text(id))?.string("name") ?? "")
+        guard !ids.isEmpty else { return [] }
+        var names: [String: String] = [:]
+        for row in try db.query("SELECT id, name FROM users WHERE id IN (" + ids.map { _ in "?" }.joined(separator: ", ") + ")",
+                                ids.map(SQLValue.text)) {
+            names[try row.required.string("id")] = try row.string("name")
         }
+        return ids.map { PersonRef(id: $0, name: names[$0] ?? "") }
     }
 
     /// Every company of the user with direct and sector grants: the login body's `companies`.

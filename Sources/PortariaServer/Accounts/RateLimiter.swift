@@ -70,6 +70,56 @@ public struct RateLimiter: Sendable {
         return Window(count: Int(try row?.int("count") ?? Int64(amount)), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
     }
 
+    /// The current counts of several buckets, each with its own window, in one statement
+    /// inside the caller's read: a bucket without a live window answers a count of 0.
+    static func peek(_ db: any SQLConnection, _ buckets: [(bucket: String, window: TimeInterval)], now: Date) throws -> [String: Window] {
+        guard !buckets.isEmpty else { return [:] }
+        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+        var windows: [String: Window] = [:]
+        var lengths: [String: Int64] = [:]
+        for (bucket, window) in buckets {
+            windows[bucket] = Window(count: 0, retryAfter: 0)
+            lengths[bucket] = Int64(window * 1000)
+        }
+        let list = buckets.map { _ in "?" }.joined(separator: ", ")
+        for row in try db.query("SELECT bucket, window_start, count FROM rate_limits WHERE bucket IN (\(list))", buckets.map { .text($0.bucket) }) {
+            guard let bucket = try row.string("bucket"), let windowMs = lengths[bucket],
+                  let start = try row.int("window_start"), start + windowMs > nowMs else { continue }
+            windows[bucket] = Window(count: Int(try row.int("count") ?? 0), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
+        }
+        return windows
+    }
+
+    /// Counts one event in each of `buckets` (distinct) with one statement inside the
+    /// caller's write transaction; the windows after counting, by bucket. The rows are
+    /// written in the order given, so transactions that name the same buckets in the same
+    /// order lock them in the same order.
+    static func hit(_ db: any SQLConnection, _ buckets: [String], window: TimeInterval, now: Date) throws -> [String: Window] {
+        guard !buckets.isEmpty else { return [:] }
+        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+        let windowMs = Int64(window * 1000)
+        let values = buckets.map { _ in "(?, ?, 1, ?)" }.joined(separator: ", ")
+        var parameters: [SQLValue] = buckets.flatMap { [SQLValue.text($0), .integer(nowMs), .integer(nowMs + windowMs)] }
+        parameters += [.integer(windowMs), .integer(nowMs), .integer(windowMs), .integer(nowMs), .integer(nowMs + windowMs),
+                       .integer(windowMs), .integer(windowMs), .integer(nowMs), .integer(nowMs)]
+        // One statement, so concurrent hits on PostgreSQL cannot lose a count.
+        let rows = try db.query("""
+            INSERT INTO rate_limits (bucket, window_start, count, expires_at) VALUES \(values)
+            ON CONFLICT (bucket) DO UPDATE SET
+                count = CASE WHEN rate_limits.window_start + ? <= ? THEN 1 ELSE rate_limits.count + 1 END,
+                expires_at = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start + ? END,
+                window_start = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start END
+            RETURNING bucket, window_start, count
+            """, parameters)
+        var windows: [String: Window] = [:]
+        for row in rows {
+            let start = try row.int("window_start") ?? nowMs
+            windows[try row.required.string("bucket")] = Window(count: Int(try row.int("count") ?? 1),
+                                                                 retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
+        }
+        return windows
+    }
+
     /// Takes one event back (an attempt counted up front that turned out fine).
     public func undo(_ bucket: String) async throws {
         try await database.write { db in

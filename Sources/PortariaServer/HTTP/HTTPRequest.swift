@@ -4,9 +4,10 @@ import PortariaCore
 /// A complete HTTP request as handlers see it: headers and body fully received.
 public struct HTTPRequest: Sendable {
     public var method: String
-    /// The path without the query string, percent-decoding left to the router.
+    /// The path without the query string, as it came (escapes intact): the router splits it
+    /// at `/` and decodes each segment once, so an encoded `/` stays inside its value.
     public var path: String
-    /// Query arguments, already decoded by libmicrohttpd.
+    /// Query arguments, percent-decoded once (`PercentDecoding`).
     public var query: [String: String]
     /// Header names lowercased.
     public var headers: [String: String]

@@ -106,11 +106,7 @@ extension MeResponse {
         writer.array(permissions) { $0.string($1) }
         writer.member(",\"profile\":", profile.rawValue)
         writer.raw(",\"units\":")
-        writer.array(units) { writer, unit in
-            writer.member("{\"id\":", unit.id)
-            writer.member(",\"label\":", unit.label)
-            writer.raw("}")
-        }
+        writer.array(units) { $1.write(into: &$0) }
         writer.member(",\"user\":{\"id\":", user.id)
         writer.member(",\"name\":", user.name)
         writer.member(",\"username\":", user.username)
@@ -184,9 +180,8 @@ extension Visit {
         }
         writer.member(",\"ring_deadline\":", ringDeadline)
         writer.member(",\"status\":", status.rawValue)
-        writer.member(",\"unit\":{\"id\":", unit.id)
-        writer.member(",\"label\":", unit.label)
-        writer.member("},\"updated_at\":", updatedAt)
+        writer.member(",\"unit\":", unit)
+        writer.member(",\"updated_at\":", updatedAt)
         writer.member(",\"visitor_name\":", visitorName)
         writer.member(",\"voice_message\":", voiceMessage)
         writer.raw("}")
@@ -216,6 +211,14 @@ extension VisitMediaInfo: JSONBytesWritable {
         writer.member(",\"created_at\":", createdAt)
         writer.member(",\"duration_ms\":", durationMs)
         writer.member(",\"url\":", url)
+        writer.raw("}")
+    }
+}
+
+extension UnitSummary: JSONBytesWritable {
+    func write(into writer: inout JSONBytesWriter) {
+        writer.member("{\"id\":", id)
+        writer.member(",\"label\":", label)
         writer.raw("}")
     }
 }

@@ -44,15 +44,26 @@ struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
+/// Headers (names lowercased) or query arguments (percent-decoded here: libmicrohttpd
+/// leaves escapes alone, see `portaria_mhd_keep_escapes`).
 private func collectValues(_ connection: OpaquePointer, _ kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
-    final class Box { var values: [String: String] = [:]; let lower: Bool; init(_ lower: Bool) { self.lower = lower } }
-    let box = Box(lowercased)
+    final class Box {
+        var values: [String: String] = [:]
+        let lower: Bool
+        let decode: Bool
+        init(_ lower: Bool, decode: Bool) { self.lower = lower; self.decode = decode }
+    }
+    let box = Box(lowercased, decode: kind == portaria_mhd_get_argument_kind)
     _ = withExtendedLifetime(box) {
         MHD_get_connection_values(connection, kind, { cls, _, key, value in
             let box = Unmanaged<Box>.fromOpaque(cls!).takeUnretainedValue()
             if let key {
-                let name = String(cString: key)
-                let text = value.map { String(cString: $0) } ?? ""
+                var name = String(cString: key)
+                var text = value.map { String(cString: $0) } ?? ""
+                if box.decode {
+                    name = PercentDecoding.decodeLeniently(name)
+                    text = PercentDecoding.decodeLeniently(text)
+                }
                 let finalName = box.lower ? name.lowercased() : name
                 // Repeated headers are joined as RFC 9110 §5.3 allows.
                 if let existing = box.values[finalName] { box.values[finalName] = existing + ", " + text }

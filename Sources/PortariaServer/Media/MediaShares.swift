@@ -9,21 +9,18 @@ import Foundation
 /// visitor. Counted in `rate_limits` (shared by instances) in kibibytes, so even the
 /// largest quota fits the counter; refused with 429 and `Retry-After`.
 struct MediaShares: Sendable {
-    let addressBucket: String
-    let visitBucket: String
-    let addressKiB: Int
-    let visitKiB: Int
-    let visitWindow: TimeInterval
+    let address: Share
+    let visit: Share
 
     static let floorBytes = MediaSniffer.maxPhotoBytes + MediaSniffer.maxVoiceUploadBytes
     static let day: TimeInterval = 86_400
 
     init(quotaBytes: Int, configuration: VisitsConfiguration, address: String, visitID: String) {
-        addressBucket = "media-kib:address:" + address
-        visitBucket = "media-kib:visit:" + visitID
-        addressKiB = Self.kib(max(quotaBytes / max(configuration.mediaAddressShareDivisor, 1), Self.floorBytes))
-        visitKiB = Self.kib(max(quotaBytes / max(configuration.mediaVisitShareDivisor, 1), Self.floorBytes))
-        visitWindow = configuration.visitLifetime
+        func kib(divisor: Int) -> Int { Self.kib(max(quotaBytes / max(divisor, 1), Self.floorBytes)) }
+        self.address = Share(scope: .address, bucket: "media-kib:address:" + address,
+                             kib: kib(divisor: configuration.mediaAddressShareDivisor), window: Self.day)
+        visit = Share(scope: .visit, bucket: "media-kib:visit:" + visitID,
+                      kib: kib(divisor: configuration.mediaVisitShareDivisor), window: configuration.visitLifetime)
     }
 
     /// Bytes as whole kibibytes, rounded up (an upload of 1 byte costs 1 KiB).
@@ -32,19 +29,27 @@ struct MediaShares: Sendable {
     /// Refuses with reads only when `size` more bytes would pass either share.
     func check(_ limiter: RateLimiter, adding size: Int, now: Date) async throws {
         let cost = Self.kib(size)
-        let address = try await limiter.peek(addressBucket, window: Self.day, now: now)
-        if address.count + cost > addressKiB { throw VisitError.mediaShareSpent(.address, retryAfter: address.retryAfter) }
-        let visit = try await limiter.peek(visitBucket, window: visitWindow, now: now)
-        if visit.count + cost > visitKiB { throw VisitError.mediaShareSpent(.visit, retryAfter: visit.retryAfter) }
+        for share in [address, visit] {
+            let used = try await limiter.peek(share.bucket, window: share.window, now: now)
+            if used.count + cost > share.kib { throw VisitError.mediaShareSpent(share.scope, retryAfter: used.retryAfter) }
+        }
     }
 
     /// Counts `size` bytes in the upload's transaction; over a share, throws (the whole
     /// upload rolls back, its file is removed).
     func count(_ db: any SQLConnection, adding size: Int, now: Date) throws {
         let cost = Self.kib(size)
-        let address = try RateLimiter.hit(db, addressBucket, window: Self.day, now: now, amount: cost)
-        if address.count > addressKiB { throw VisitError.mediaShareSpent(.address, retryAfter: address.retryAfter) }
-        let visit = try RateLimiter.hit(db, visitBucket, window: visitWindow, now: now, amount: cost)
-        if visit.count > visitKiB { throw VisitError.mediaShareSpent(.visit, retryAfter: visit.retryAfter) }
+        for share in [address, visit] {
+            let used = try RateLimiter.hit(db, share.bucket, window: share.window, now: now, amount: cost)
+            if used.count > share.kib { throw VisitError.mediaShareSpent(share.scope, retryAfter: used.retryAfter) }
+        }
+    }
+
+    /// One share: its counter in `rate_limits`, its size and the window it is counted over.
+    struct Share: Sendable {
+        let scope: MediaShareScope
+        let bucket: String
+        let kib: Int
+        let window: TimeInterval
     }
 }

@@ -111,17 +111,27 @@ enum EventLog {
 
         func insert(_ db: any SQLConnection) throws {
             guard !records.isEmpty else { return }
-            try db.lock(.eventLog(companyID: companyID))
-            // Delivered to every instance's listener at commit (and never if it rolls
-            // back): the realtime feed of each instance then reads this company forward.
-            try db.notifyAtCommit(.events, payload: companyID)
-            for record in records {
-                let row = try db.queryOne("""
-                    INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?) RETURNING seq
-                    """, .text(companyID), .optional(record.visitID), .optional(record.unitID), .text(record.type),
-                         .text(record.data.jsonText), .date(record.createdAt))
-                record.assignSeq(try row?.int("seq") ?? 0)
+            // The notice is delivered to every instance's listener at commit (and never if
+            // it rolls back): the realtime feed of each instance then reads this company
+            // forward. Under the lock: this statement, the insert, COMMIT.
+            try db.lock(.eventLog(companyID: companyID), thenNotifyAtCommit: .events, payload: companyID)
+            // One statement per 500 events (under every engine's parameter limit). Rows
+            // take their `seq` in the order they are listed, whatever order RETURNING
+            // answers in: the ascending values, in order.
+            for start in stride(from: 0, to: records.count, by: 500) {
+                let chunk = records[start..<min(start + 500, records.count)]
+                let values = chunk.map { _ in "(?, ?, ?, ?, ?, ?)" }.joined(separator: ", ")
+                let rows = try db.query("""
+                    INSERT INTO events (company_id, visit_id, unit_id, type, data, created_at) VALUES \(values) RETURNING seq
+                    """, chunk.flatMap { record -> [SQLValue] in
+                        [.text(companyID), .optional(record.visitID), .optional(record.unitID), .text(record.type),
+                         .text(record.data.jsonText), .date(record.createdAt)]
+                    })
+                let seqs = try rows.map { try $0.required.int("seq") }.sorted()
+                guard seqs.count == chunk.count else {
+                    throw StorageError.failed("events insert answered \(seqs.count) of \(chunk.count) rows")
+                }
+                for (record, seq) in zip(chunk, seqs) { record.assignSeq(seq) }
             }
         }
     }

@@ -93,15 +93,20 @@ extension VisitService {
         static func gateBucket(_ gateID: String) -> String { "ring-gate:" + gateID }
     }
 
-    /// The target caps' count, taken as the transaction's last work (after the visit's
-    /// rows, before the event log's lock): the two bucket rows stay locked only from there
-    /// to COMMIT on PostgreSQL, not for the whole gate POST, so one busy gate keeps the
-    /// short lock hold of decision 0047. Over a cap, the throw rolls the whole visit back.
-    private final class TargetCount {
+    /// The gate POST's counts — the source address at this gate, and the unit's and the
+    /// gate's caps — taken in one statement as the transaction's last work (after the
+    /// visit's rows, before the event log's lock): the bucket rows stay locked only from
+    /// there to COMMIT on PostgreSQL, not for the whole gate POST, so visitors behind one
+    /// address, one busy unit or one busy gate do not queue behind each other's whole
+    /// transaction (decision 0122). Over a limit, the throw rolls the whole visit back; an
+    /// attempt at an unknown unit commits its address count and nothing else.
+    private final class GateCount {
         let unitID: String
         let gateID: String
         let limit: GateRateLimit
         let now: Date
+        /// Whether the unit exists: only then are the unit's and the gate's caps counted.
+        var unitKnown = false
         init(unitID: String, gateID: String, limit: GateRateLimit, now: Date) {
             self.unitID = unitID
             self.gateID = gateID
@@ -110,14 +115,63 @@ extension VisitService {
         }
 
         func run(_ db: any SQLConnection) throws {
-            if limit.perUnit != .max {
-                let unit = try RateLimiter.hit(db, GateRateLimit.unitBucket(unitID), window: limit.window, now: now)
-                if unit.count > limit.perUnit { throw VisitError.targetBusy(.unit, retryAfter: unit.retryAfter) }
+            let address = limit.bucket(gateID: gateID)
+            let unit = GateRateLimit.unitBucket(unitID)
+            let gate = GateRateLimit.gateBucket(gateID)
+            var buckets = [address]
+            if unitKnown && limit.perUnit != .max { buckets.append(unit) }
+            if unitKnown && limit.perGate != .max { buckets.append(gate) }
+            let counted = try RateLimiter.hit(db, buckets, window: limit.window, now: now)
+            if let window = counted[address], window.count > limit.max { throw VisitService.rateLimited(window) }
+            if let window = counted[unit], window.count > limit.perUnit { throw VisitError.targetBusy(.unit, retryAfter: window.retryAfter) }
+            if let window = counted[gate], window.count > limit.perGate { throw VisitError.targetBusy(.gate, retryAfter: window.retryAfter) }
+        }
+    }
+
+    private enum Admission: Sendable {
+        case refused(VisitError)
+        case unknownGate
+        case admitted(Gate)
+    }
+
+    /// The gate POST's admission in one read: the gate, and every count that could refuse
+    /// the attempt (the address's unknown-token count, its count at this gate, the unit's
+    /// and the gate's caps), in the order `openGate` and the caps have always answered. A
+    /// refusal costs no write; an unknown token counts per address as in `openGate`. The
+    /// gate is looked up even for an address over its unknown-token limit, but the answer
+    /// does not depend on it.
+    private func admit(token: String, unitID: String, limit: GateRateLimit, now: Date) async throws -> Gate {
+        let unknownBucket = "gate-unknown:" + limit.address
+        let (guessLimit, guessWindow) = (configuration.gateGuessLimit, configuration.gateGuessWindow)
+        let admission = try await database.read { db -> Admission in
+            let gate = token.utf8.count <= 200 ? try GateStore.gate(db, token: token) : nil
+            var buckets: [(bucket: String, window: TimeInterval)] = [(unknownBucket, guessWindow)]
+            if let gate {
+                buckets.append((limit.bucket(gateID: gate.id), limit.window))
+                if limit.perUnit != .max { buckets.append((GateRateLimit.unitBucket(unitID), limit.window)) }
+                if limit.perGate != .max { buckets.append((GateRateLimit.gateBucket(gate.id), limit.window)) }
             }
-            if limit.perGate != .max {
-                let gate = try RateLimiter.hit(db, GateRateLimit.gateBucket(gateID), window: limit.window, now: now)
-                if gate.count > limit.perGate { throw VisitError.targetBusy(.gate, retryAfter: gate.retryAfter) }
+            let seen = try RateLimiter.peek(db, buckets, now: now)
+            if let unknown = seen[unknownBucket], unknown.count >= guessLimit { return .refused(Self.rateLimited(unknown)) }
+            guard let gate else { return .unknownGate }
+            if let window = seen[limit.bucket(gateID: gate.id)], window.count >= limit.max { return .refused(Self.rateLimited(window)) }
+            if let window = seen[GateRateLimit.unitBucket(unitID)], window.count >= limit.perUnit {
+                return .refused(.targetBusy(.unit, retryAfter: window.retryAfter))
             }
+            if let window = seen[GateRateLimit.gateBucket(gate.id)], window.count >= limit.perGate {
+                return .refused(.targetBusy(.gate, retryAfter: window.retryAfter))
+            }
+            return .admitted(gate)
+        }
+        switch admission {
+        case .refused(let error):
+            throw error
+        case .admitted(let gate):
+            return gate
+        case .unknownGate:
+            let counted = try await RateLimiter(database: database).hit(unknownBucket, window: guessWindow, now: now)
+            if counted.count > guessLimit { throw Self.rateLimited(counted) }
+            throw VisitError.gateNotFound
         }
     }
 
@@ -126,35 +180,23 @@ extension VisitService {
     }
 
     private enum Creation: Sendable {
-        case limited(RateLimiter.Window)
         case unknownUnit
         case created(Visit, [EventRecord])
     }
 
     /// `POST /v1/gates/{gate_token}/visits`: counts the attempt against `rateLimit`, creates
     /// the visit, plans its ring and rings the first step — all in one transaction (one
-    /// commit, one fsync on SQLite). A source already over its limit is refused after a
-    /// read, before the transaction; an unknown-unit attempt commits its count and nothing
-    /// else. Unknown gate tokens count per address (`openGate`).
+    /// commit, one fsync on SQLite). A source already over its limit is refused after one
+    /// read, before the transaction (`admit`); the counts are the transaction's last work
+    /// (`GateCount`); an unknown-unit attempt commits its count and nothing else. Unknown
+    /// gate tokens count per address (`openGate`).
     public func createVisit(gateToken: String, request: CreateVisitRequest,
                             rateLimit: GateRateLimit? = nil) async throws -> CreateVisitResponse {
         let request = try Self.validate(request)
         let now = clock.now()
         let gate: Gate
         if let rateLimit {
-            gate = try await openGate(token: gateToken, address: rateLimit.address)
-            let limiter = RateLimiter(database: database)
-            let seen = try await limiter.peek(rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
-            if seen.count >= rateLimit.max { throw Self.rateLimited(seen) }
-            // A unit or gate already at its cap is refused with reads only.
-            if rateLimit.perUnit != .max {
-                let unit = try await limiter.peek(GateRateLimit.unitBucket(request.unitID), window: rateLimit.window, now: now)
-                if unit.count >= rateLimit.perUnit { throw VisitError.targetBusy(.unit, retryAfter: unit.retryAfter) }
-            }
-            if rateLimit.perGate != .max {
-                let ringsHere = try await limiter.peek(GateRateLimit.gateBucket(gate.id), window: rateLimit.window, now: now)
-                if ringsHere.count >= rateLimit.perGate { throw VisitError.targetBusy(.gate, retryAfter: ringsHere.retryAfter) }
-            }
+            gate = try await admit(token: gateToken, unitID: request.unitID, limit: rateLimit, now: now)
         } else {
             gate = try await self.gate(token: gateToken)
         }
@@ -164,18 +206,15 @@ extension VisitService {
         let id = visitID.rawValue
         let lifetime = configuration.visitLifetime
         let creation = try await database.write { db -> Creation in
-            if let rateLimit {
-                let window = try RateLimiter.hit(db, rateLimit.bucket(gateID: gate.id), window: rateLimit.window, now: now)
-                if window.count > rateLimit.max { return .limited(window) }
+            let count = rateLimit.map { rateLimit in
+                db.lastWork("gate-count", make: {
+                    GateCount(unitID: request.unitID, gateID: gate.id, limit: rateLimit, now: now)
+                }, run: { count, db in try count.run(db) })
             }
             guard let unit = try GateStore.ringSettings(db, unitID: request.unitID, companyID: gate.companyID) else {
                 return .unknownUnit
             }
-            if let rateLimit {
-                _ = db.lastWork("ring-target-count", make: {
-                    TargetCount(unitID: request.unitID, gateID: gate.id, limit: rateLimit, now: now)
-                }, run: { count, db in try count.run(db) })
-            }
+            count?.unitKnown = true
             let (rule, mode, window) = (unit.rule, unit.mode, unit.windowSeconds)
             try VisitStore.insert(db, NewVisit(id: visitID, companyID: gate.companyID, gateID: gate.id, request: request,
                                                geofence: geofence, rule: rule, mode: mode,
@@ -195,22 +234,27 @@ extension VisitService {
             var events = try EventLog.append(db, companyID: row.companyID, visitID: row.id, unitID: row.unitID,
                                              events: [VisitEngine.decorate(PendingEvent(type: .created, data: data), row: row, status: .ringing)],
                                              at: now, bus: bus)
+            let visitChanged: Bool
             if request.kind == .delivery && rule == .leaveAtConcierge {
                 // Nobody is asked: resolved at once, residents informed by the event.
                 let resolution = VisitResolution(action: .leaveAtConcierge, by: .automatic, at: now, via: .auto)
                 events += try VisitEngine.apply(db, row: row, event: .resolve(resolution),
                                                 source: EventSource(channel: "auto"), at: now, bus: bus).events
+                visitChanged = true
             } else {
                 let targets = try VisitStore.ringTargets(db, unitID: row.unitID)
-                events += try RingEngine.start(db, row: row, targets: targets,
-                                               stepSeconds: unit.stepSeconds, windowSeconds: window, at: now, bus: bus)
+                let ring = try RingEngine.start(db, row: row, targets: targets,
+                                                stepSeconds: unit.stepSeconds, windowSeconds: window, at: now, bus: bus)
+                events += ring.events
+                visitChanged = ring.visitChanged
             }
-            guard let after = try VisitStore.load(db, id: visitID) else { throw StorageError.failed("visit vanished") }
+            // A ring that starts writes attempts and the ring job, not the visit's row.
+            guard let after = try (visitChanged ? VisitStore.load(db, id: visitID) : row) else {
+                throw StorageError.failed("visit vanished")
+            }
             return .created(try VisitStore.dto(db, after), events)
         }
         switch creation {
-        case .limited(let window):
-            throw Self.rateLimited(window)
         case .unknownUnit:
             throw VisitError.unknownUnit
         case .created(let visit, let events):

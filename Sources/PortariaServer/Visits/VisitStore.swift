@@ -261,6 +261,19 @@ enum VisitStore {
                  .optional(channel), step.map { .integer(Int64($0)) } ?? .null, .optional(detail), .date(at))
     }
 
+    /// One attempt of `kind` per user of `users`, in their order, with one statement.
+    static func insertAttempts(_ db: any SQLConnection, visitID: VisitID, kind: AttemptKind, users: [PersonRef], channel: String,
+                               step: Int, at: Date) throws {
+        guard !users.isEmpty else { return }
+        let values = users.map { _ in "(?, ?, ?, ?, NULL, ?, ?, NULL, ?)" }.joined(separator: ", ")
+        try db.execute("""
+            INSERT INTO visit_attempts (visit_id, kind, user_id, user_name, device_id, channel, step, detail, created_at)
+            VALUES \(values)
+            """, users.flatMap { user -> [SQLValue] in
+                [.id(visitID), .text(kind.rawValue), .text(user.id), .text(user.name), .text(channel), .integer(Int64(step)), .date(at)]
+            })
+    }
+
     /// The residents rung for a unit: its ring order (current, enabled residents only),
     /// or, when the unit has no ring order, every resident by name.
     ///
@@ -268,30 +281,80 @@ enum VisitStore {
     /// asks) are rung: a ring push names the visitor, and a member without the permission
     /// must not learn by push what the API would refuse them.
     static func ringTargets(_ db: any SQLConnection, unitID: UnitID) throws -> [PersonRef] {
-        let ordered = try db.query("""
-            SELECT o.user_id, us.name FROM unit_ring_order o
-            JOIN membership_units mu ON mu.unit_id = o.unit_id AND mu.user_id = o.user_id
-            JOIN users us ON us.id = o.user_id
-            WHERE o.unit_id = ? AND us.disabled = 0 ORDER BY o.position
-            """, .id(unitID)).map { PersonRef(id: try $0.required.string("user_id"), name: try $0.required.string("name")) }
-        return try viewers(db, of: ordered.isEmpty ? AccountStore.residents(db, unitID: unitID) : ordered, unitID: unitID)
+        let unit = try residentsWithGrants(db, unitID: unitID)
+        return unit.viewers(unit.ringOrder.isEmpty ? unit.residents : unit.ringOrder)
     }
 
     /// The residents of a unit told about its visits (delivery rules' notices).
     static func notifiedResidents(_ db: any SQLConnection, unitID: UnitID) throws -> [PersonRef] {
-        try viewers(db, of: AccountStore.residents(db, unitID: unitID), unitID: unitID)
+        let unit = try residentsWithGrants(db, unitID: unitID)
+        return unit.viewers(unit.residents)
     }
 
-    /// `people` who hold `visits.view` in the unit's company.
-    static func viewers(_ db: any SQLConnection, of people: [PersonRef], unitID: UnitID) throws -> [PersonRef] {
-        guard !people.isEmpty,
-              let companyID = try db.queryOne("SELECT company_id FROM units WHERE id = ?", .id(unitID))?.string("company_id") else {
-            return []
+    /// A unit's people as ringing needs them: its ring order (enabled residents, by
+    /// position), its enabled residents (by name), and the permissions each resident
+    /// holds in the unit's company, directly or through a sector — from one statement
+    /// whatever the number of residents.
+    struct UnitResidents {
+        var ringOrder: [PersonRef] = []
+        var residents: [PersonRef] = []
+        var permissions: [String: (direct: [String], sectors: [String])] = [:]
+
+        /// `people` who hold `visits.view` in the unit's company (the permission
+        /// `GET /v1/visits` asks): a ring push names the visitor, and a member without the
+        /// permission must not learn by push what the API would refuse them.
+        func viewers(_ people: [PersonRef]) -> [PersonRef] {
+            people.filter { person in
+                guard let grants = permissions[person.id] else { return false }
+                return Permissions.effective(user: grants.direct, sectors: [grants.sectors]).contains(Permission.visitsView)
+            }
         }
-        return try people.filter { person in
-            try AccountStore.memberships(db, userID: person.id, companyID: companyID).first?
-                .effectivePermissions.contains(Permission.visitsView) == true
+    }
+
+    static func residentsWithGrants(_ db: any SQLConnection, unitID: UnitID) throws -> UnitResidents {
+        // Kinds: 'o' ring order, 'r' resident, 'd' direct permission, 's' sector permission;
+        // the order is the ring order's positions and the residents' names, as the database
+        // collates them.
+        // A permission row needs the membership in the unit's company (as
+        // `AccountStore.memberships` reads it) and comes only for the unit's residents.
+        let rows = try db.query("""
+            SELECT 'o' AS kind, o.user_id AS user_id, us.name AS name, o.position AS position, NULL AS permission
+            FROM unit_ring_order o
+            JOIN membership_units mu ON mu.unit_id = o.unit_id AND mu.user_id = o.user_id
+            JOIN users us ON us.id = o.user_id
+            WHERE o.unit_id = ? AND us.disabled = 0
+            UNION ALL
+            SELECT DISTINCT 'r', us.id, us.name, 0, NULL
+            FROM membership_units mu JOIN users us ON us.id = mu.user_id
+            WHERE mu.unit_id = ? AND us.disabled = 0
+            UNION ALL
+            SELECT 'd', mp.user_id, NULL, 0, mp.permission
+            FROM units u
+            JOIN memberships m ON m.company_id = u.company_id
+            JOIN membership_permissions mp ON mp.user_id = m.user_id AND mp.company_id = m.company_id
+            WHERE u.id = ? AND m.user_id IN (SELECT user_id FROM membership_units WHERE unit_id = ?)
+            UNION ALL
+            SELECT 's', ms.user_id, NULL, 0, sp.permission
+            FROM units u
+            JOIN memberships m ON m.company_id = u.company_id
+            JOIN membership_sectors ms ON ms.user_id = m.user_id AND ms.company_id = m.company_id
+            JOIN sectors s ON s.id = ms.sector_id
+            JOIN sector_permissions sp ON sp.sector_id = s.id
+            WHERE u.id = ? AND m.user_id IN (SELECT user_id FROM membership_units WHERE unit_id = ?)
+            ORDER BY kind, position, name, user_id
+            """, .id(unitID), .id(unitID), .id(unitID), .id(unitID), .id(unitID), .id(unitID))
+        var unit = UnitResidents()
+        for row in rows {
+            let kind = try row.required.string("kind")
+            let user = try row.required.string("user_id")
+            switch kind {
+            case "o": unit.ringOrder.append(PersonRef(id: user, name: try row.required.string("name")))
+            case "r": unit.residents.append(PersonRef(id: user, name: try row.required.string("name")))
+            case "d": unit.permissions[user, default: ([], [])].direct.append(try row.required.string("permission"))
+            default: unit.permissions[user, default: ([], [])].sectors.append(try row.required.string("permission"))
+            }
         }
+        return unit
     }
 
     /// Users rung so far for a visit (for ring cancellations).

@@ -201,6 +201,50 @@ struct APNsTests {
         }
     }
 
+    @Test("InvalidProviderToken: a new JWT is minted once and the push retried at once")
+    func invalidProviderToken() async throws {
+        let voip = hexToken()
+        try await Self.with(script: [voip: [.object(["reject_jwt": true])]]) { fixture, apns, worker, sink in
+            try await fixture.register("maria", voipToken: voip)
+            let jobs = try await fixture.enqueue(PushRequest(userID: try await fixture.userID("maria"), kind: .visitRing,
+                                                             message: ringMessage(), deadline: Date().addingTimeInterval(20)))
+            worker.wake()
+            let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID))
+            #expect(try rows[jobs[0].pushID]?.string("status") == "sent")
+            let records = apns.server.records()
+            #expect(records.map { $0["status"]?.intValue } == [403, 200])
+            #expect(records[0]["jwt"] != records[1]["jwt"])
+            #expect(apns.provider.tokens.minted.current == 2)
+            #expect(sink.attempts.current.map(\.outcome) == ["accepted"])
+        }
+    }
+
+    @Test("a key APNs keeps refusing (InvalidProviderToken): one fresh JWT is tried, later pushes fail without minting again, and the device keeps its token")
+    func refusedProviderKey() async throws {
+        let voip = hexToken()
+        try await Self.with(script: [voip: [.object(["reject_jwt": true]), .object(["reject_jwt": true])]]) { fixture, apns, worker, _ in
+            try await fixture.register("maria", voipToken: voip)
+            let maria = try await fixture.userID("maria")
+            var statuses: [String?] = []
+            for _ in 0..<2 {
+                let jobs = try await fixture.enqueue(PushRequest(userID: maria, kind: .visitRing, message: ringMessage(),
+                                                                 deadline: Date().addingTimeInterval(20)))
+                worker.wake()
+                let rows = try await waitForJobs(fixture.database, jobs.map(\.pushID))
+                statuses.append(try rows[jobs[0].pushID]?.string("status"))
+            }
+            #expect(statuses == ["failed", "failed"])
+            let records = apns.server.records()
+            #expect(records.map { $0["status"]?.intValue } == [403, 403, 403])
+            #expect(records.allSatisfy { $0["reason"]?.stringValue == "InvalidProviderToken" })
+            #expect(apns.provider.tokens.minted.current == 2)
+            let device = try await fixture.database.read { db in
+                try db.queryOne("SELECT voip_token_status FROM devices WHERE voip_token = ?", .text(voip))
+            }
+            #expect(try device?.string("voip_token_status") == "active")
+        }
+    }
+
     @Test("100 concurrent pushes share one connection and one provider token")
     func multiplexing() async throws {
         try await Self.with { fixture, apns, worker, _ in

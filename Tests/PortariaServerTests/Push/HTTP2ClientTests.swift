@@ -195,6 +195,25 @@ struct HTTP2ClientTests {
         #expect(client.connectionsOpened.current == 1)
     }
 
+    @Test("a PING the peer never answers closes the connection, and the next request goes on a new one and is answered")
+    func unansweredPing() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        // The first connection answers one request, then reads and drops everything.
+        let scenario = try ScenarioServer(pki: pki, mode: "mute")
+        defer { scenario.server.stop() }
+        let client = try HTTP2Client(caFile: pki.caFile, pingInterval: .milliseconds(200), pingTimeout: .milliseconds(500))
+        defer { client.shutdown() }
+        let url = scenario.server.url + "/push"
+        #expect(try await client.send(request(url)).status == 200)
+        // The idle connection's PING reached the peer and went unanswered; the client closed it.
+        #expect(await eventually(within: .seconds(30)) { !scenario.events("ignored").isEmpty })
+        #expect(await eventually(within: .seconds(30)) { scenario.events("closed").contains { $0["connection"]?.intValue == 1 } })
+        #expect(try await client.send(request(url)).status == 200)
+        #expect(client.connectionsOpened.current == 2)
+        #expect(scenario.events("answered").map { $0["connection"]?.intValue } == [1, 2])
+    }
+
     @Test("a request whose answer does not come before its timeout fails as a transport error")
     func timeoutInFlight() async throws {
         let pki = try await TestPKI.make()

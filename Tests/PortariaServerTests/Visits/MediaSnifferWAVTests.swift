@@ -34,7 +34,7 @@ struct MediaSnifferWAVTests {
         #expect(VisitsModule.bodyLimit(method: "POST", path: "/v1/visitor/visit/voice_message")! >= bytes.count)
         // The default quota's per-visit share still holds a photo at its largest and this.
         let share = MediaShares(quotaBytes: 512 * 1024 * 1024, configuration: VisitsConfiguration(), address: "a", visitID: "v")
-        #expect(share.visitKiB >= MediaShares.kib(MediaSniffer.maxPhotoBytes) + MediaShares.kib(bytes.count))
+        #expect(share.visit.kib >= MediaShares.kib(MediaSniffer.maxPhotoBytes) + MediaShares.kib(bytes.count))
         #expect(MediaShares.floorBytes >= MediaSniffer.maxPhotoBytes + bytes.count)
     }
 

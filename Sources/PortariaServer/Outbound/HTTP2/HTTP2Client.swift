@@ -58,6 +58,7 @@ public final class HTTP2Client: @unchecked Sendable {
     private let wakePipe: WakePipe
     private let maxConcurrentStreams: Int
     private let pingInterval: Duration
+    private let pingTimeout: Duration
     private let incoming = Locked<[HTTP2Exchange]>([])
     private let stopped = Locked(false)
     private var loopThread = pthread_t()
@@ -79,20 +80,21 @@ public final class HTTP2Client: @unchecked Sendable {
 
     /// A request goes on at most this many connections (GOAWAY or a refusal each time).
     static let maxAttempts = 3
-    /// How long a PING may wait for its answer before the connection counts as dead.
-    static let pingTimeout: Duration = .seconds(10)
 
     /// - Parameters:
     ///   - caFile: a CA bundle to trust instead of the system's (tests use a local CA).
     ///   - maxConcurrentStreams: requests in flight on one connection; more wait in this
     ///     client's queue. The peer's SETTINGS_MAX_CONCURRENT_STREAMS lowers it further.
     ///   - pingInterval: an idle connection is checked with PING this often.
+    ///   - pingTimeout: a PING unanswered this long means the peer is gone: the connection
+    ///     closes and the next request opens a new one.
     public init(caFile: String? = nil, maxConcurrentStreams: Int = 100, pingInterval: Duration = .seconds(60),
-                label: String = "http2", log: Log = .shared) throws {
+                pingTimeout: Duration = .seconds(10), label: String = "http2", log: Log = .shared) throws {
         context = try TLSContext(caFile: caFile)
         wakePipe = try WakePipe()
         self.maxConcurrentStreams = max(1, maxConcurrentStreams)
         self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
         self.log = log
         threadName = String("portaria.\(label)".utf8.prefix(15)) ?? "portaria.http2"
         // A joinable pthread, not a Foundation `Thread`: `shutdown()` must wait for the
@@ -357,7 +359,7 @@ public final class HTTP2Client: @unchecked Sendable {
     private func keepAlive(_ now: ContinuousClock.Instant) {
         for connection in Array(connections.values) + draining where connection.state == .open {
             if let sent = connection.pingSentAt {
-                if sent.duration(to: now) > Self.pingTimeout {
+                if sent.duration(to: now) > pingTimeout {
                     connection.failure = "no answer to PING"
                     lost(connection)
                 }

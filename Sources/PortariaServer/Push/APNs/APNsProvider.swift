@@ -27,7 +27,9 @@ public final class APNsTokenCache: Sendable {
     private let teamID: String
     private let lifetime: TimeInterval
     private let now: @Sendable () -> Date
-    private let state = Locked<(token: String, issuedAt: Date)?>(nil)
+    /// The token and when it was minted; `answered` when it was minted because APNs refused
+    /// the one before it (`refresh`).
+    private let state = Locked<(token: String, issuedAt: Date, answered: Bool)?>(nil)
     /// Tokens minted so far (tests assert reuse).
     public let minted = Locked(0)
 
@@ -47,18 +49,28 @@ public final class APNsTokenCache: Sendable {
         return try state.withLock { current in
             if let current, at.timeIntervalSince(current.issuedAt) < lifetime, at >= current.issuedAt { return current.token }
             let token = try mint(at)
-            current = (token, at)
+            current = (token, at, false)
             return token
         }
     }
 
-    /// After `ExpiredProviderToken`: replaces `stale` unless a concurrent request already did.
-    public func refresh(replacing stale: String) throws -> String {
+    /// Apple's shortest interval between two provider tokens of one key.
+    static let minimumRefreshInterval: TimeInterval = 20 * 60
+
+    /// After APNs refused `stale` (`ExpiredProviderToken`, `InvalidProviderToken`): a new
+    /// token, unless a concurrent request already replaced it (then that one). Nil when
+    /// `stale` was itself minted after a refusal less than 20 minutes ago: a key APNs keeps
+    /// refusing must not mint a token per push, which earns `TooManyProviderTokenUpdates`.
+    public func refresh(replacing stale: String) throws -> String? {
         let at = now()
         return try state.withLock { current in
             if let current, current.token != stale { return current.token }
+            if let current, current.answered, at.timeIntervalSince(current.issuedAt) < Self.minimumRefreshInterval,
+               at >= current.issuedAt {
+                return nil
+            }
             let token = try mint(at)
-            current = (token, at)
+            current = (token, at, true)
             return token
         }
     }
@@ -208,6 +220,9 @@ public final class APNsProvider: PushProvider {
         return who.isEmpty ? "Um entregador está na portaria" : "\(String(who.prefix(200))) está na portaria"
     }
 
+    /// APNs' answers that refuse the provider token, not the push: a new token may pass.
+    static let providerTokenRefused: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken"]
+
     public func send(_ push: OutgoingPush) async -> PushResult {
         let rendered = render(push)
         guard rendered.payload.count <= rendered.limit else {
@@ -224,17 +239,20 @@ public final class APNsProvider: PushProvider {
             // timeout we had not noticed yet): one immediate retry on a fresh connection.
             result = await exchange(push, rendered, jwt: token)
         }
-        if result.reason == "ExpiredProviderToken" {
-            // Our clock or the cached token is off; mint once and retry once. Never loop:
-            // minting too often earns TooManyProviderTokenUpdates.
-            log.warning("APNs said ExpiredProviderToken: minting a new provider token", ["push_id": .string(push.pushID)])
+        if let reason = result.reason, Self.providerTokenRefused.contains(reason) {
+            // Our clock, the cached token or its signature is off: mint once and retry once
+            // (decision 0130). Never loop: minting too often earns TooManyProviderTokenUpdates.
+            log.warning("APNs refused the provider token: minting a new one", ["push_id": .string(push.pushID), "reason": .string(reason)])
             do {
-                let fresh = try tokens.refresh(replacing: token)
+                guard let fresh = try tokens.refresh(replacing: token) else {
+                    result.outcome = .failed
+                    return result
+                }
                 result = await exchange(push, rendered, jwt: fresh)
             } catch {
                 return PushResult(outcome: .failed, reason: "ProviderTokenError", detail: "\(error)")
             }
-            if result.reason == "ExpiredProviderToken" { result.outcome = .failed }
+            if let reason = result.reason, Self.providerTokenRefused.contains(reason) { result.outcome = .failed }
         }
         return result
     }
