@@ -13,7 +13,7 @@ import Testing
 struct WebSocketIdleTests {
     @Test("an idle socket holds no framing state; a frame arriving in pieces keeps it until the frame is whole")
     func framingStateOnlyWhileAFrameIsInFlight() async throws {
-        let server = try WebSocketTestServer()
+        let server = try WebSocketTestServer(configuration: Self.withoutPings)
         defer { server.stop() }
         let raw = try await RawSocket.upgraded(port: server.port, path: "/ws/echo")
         defer { raw.close() }
@@ -33,7 +33,7 @@ struct WebSocketIdleTests {
 
     @Test("a large message in fragments with a ping between them arrives whole, and the state goes once it is echoed")
     func fragmentedMessageKeepsStateUntilItsLastFragment() async throws {
-        let server = try WebSocketTestServer()
+        let server = try WebSocketTestServer(configuration: Self.withoutPings)
         defer { server.stop() }
         let raw = try await RawSocket.upgraded(port: server.port, path: "/ws/echo")
         defer { raw.close() }
@@ -107,7 +107,7 @@ struct WebSocketIdleTests {
 
     @Test("an upgraded socket is handed back to libmicrohttpd at once and keeps working on its own descriptor")
     func upgradedSocketLeavesLibmicrohttpd() async throws {
-        let server = try WebSocketTestServer()
+        let server = try WebSocketTestServer(configuration: Self.withoutPings)
         defer { server.stop() }
         let raw = try await RawSocket.upgraded(port: server.port, path: "/ws/echo")
         defer { raw.close() }
@@ -123,7 +123,7 @@ struct WebSocketIdleTests {
 
     @Test("a client connects from the local address it is given")
     func clientBindsItsSourceAddress() async throws {
-        let server = try WebSocketTestServer()
+        let server = try WebSocketTestServer(configuration: Self.withoutPings)
         defer { server.stop() }
         let client = try await WebSocketClient.connect(url: server.url("/ws/echo"), loop: WebSocketTests.loop, timeout: .seconds(60),
                                                        sourceAddress: "127.0.0.2", handlers: .init())
@@ -146,6 +146,14 @@ struct WebSocketIdleTests {
     }
 
     // MARK: Helpers
+
+    /// No keep-alive pings: on a loaded machine a test may outlast the 30 s interval, and a
+    /// ping would come between the frames these tests read.
+    static var withoutPings: WebSocketConfiguration {
+        var configuration = WebSocketConfiguration.server
+        configuration.pingInterval = nil
+        return configuration
+    }
 
     private func holdsState(_ connection: WebSocketConnection) async -> Bool {
         await connection.loop.submit { connection.holdsFramingStateOnLoop }
