@@ -10,8 +10,8 @@ import PortariaWebSocket
 /// The server has no HTTP route that creates companies, so the extra buildings are made
 /// the way an operator makes them: `portaria admin` on the server's database (`--portaria`
 /// names the binary, `--database` the URL; the admin commands also read the server's
-/// `PORTARIA_*` environment, such as `PORTARIA_DATA_DIR`). A building whose gate already
-/// answers is left as it is, so a second run on the same database seeds nothing.
+/// `PORTARIA_*` environment, such as `PORTARIA_DATA_DIR`). When the last building's gate
+/// already answers, a second run on the same database seeds nothing.
 struct BenchBuildings {
     /// One building as the load uses it.
     struct Building: Sendable {
@@ -46,14 +46,12 @@ struct BenchBuildings {
         var buildings = [Building(gate: target.gate, unitID: try await http.unitID(gate: target.gate, label: target.unitLabel),
                                   residents: try await target.residents(http))]
         guard count > 1, let portaria, let database else { return buildings }
-        let started = MonotonicClock.now()
-        var seeded = 0
-        for number in 2...count where try await http.send("GET", "/v1/gates/\(Self.gateToken(number))").status != 200 {
-            try seed(number, portaria: portaria, database: database, password: target.password)
-            seeded += 1
-        }
-        if seeded > 0 {
-            print(String(format: "  seeded %d buildings with portaria admin in %.1f s", seeded,
+        // Only the last building's gate is asked for: every unknown token counts against this
+        // address's guessing limit, and buildings are made in order, each gate last.
+        if try await http.send("GET", "/v1/gates/\(Self.gateToken(count))").status != 200 {
+            let started = MonotonicClock.now()
+            for number in 2...count { try seed(number, portaria: portaria, database: database, password: target.password) }
+            print(String(format: "  seeded %d buildings with portaria admin in %.1f s", count - 1,
                          milliseconds(from: started, to: MonotonicClock.now()) / 1000))
         }
         for number in 2...count {
