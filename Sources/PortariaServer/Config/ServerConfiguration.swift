@@ -45,9 +45,12 @@ public struct ServerConfiguration: Sendable {
     /// Connections one client address may hold (0: no limit). Behind `--trusted-proxies`
     /// every connection comes from the proxy, so the limit is off there.
     public var maxConnectionsPerIP = 1024
-    /// HTTP and WebSocket connections held at once (an upgraded socket stays one of
-    /// libmicrohttpd's connections); 0: the open-file limit less what the rest of the
-    /// process needs (``ResourceLimits/connectionBudget()``).
+    /// HTTP connections held at once, a WebSocket's handshake included; 0: the open-file
+    /// limit less what the rest of the process needs (``ResourceLimits/connectionBudget()``).
+    /// An upgraded WebSocket owns its socket once libmicrohttpd hands its connection back
+    /// (decision 0125) and no longer counts here, nor towards `maxConnectionsPerIP`: realtime
+    /// sockets are bounded per user and per visitor token, and all sockets by the open-file
+    /// limit.
     public var maxConnections = 0
     /// Request bodies held in memory across all connections at once; beyond it, 503.
     public var maxBufferedBodyBytes = 128 << 20
