@@ -61,6 +61,7 @@ run: build
 test: bootstrap
 	@start=$$(date +%s); status=0; rm -f .build/test-output.log; \
 	$(SWIFT) build --build-tests || status=$$?; \
+	if ((status == 0)); then scripts/check-decisions-index || status=$$?; fi; \
 	if ((status == 0)); then scripts/ios-typecheck --skip-build --self-check || status=$$?; fi; \
 	if ((status == 0)); then \
 	  export PORTARIA_BIN="$$($(SWIFT) build --show-bin-path)/portaria"; \
