@@ -22,14 +22,8 @@ public struct RateLimiter: Sendable {
 
     /// The current count of `bucket` without changing it.
     public func peek(_ bucket: String, window: TimeInterval, now: Date = Date()) async throws -> Window {
-        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
-        let windowMs = Int64(window * 1000)
-        return try await database.read { db in
-            guard let row = try db.queryOne("SELECT window_start, count FROM rate_limits WHERE bucket = ?", .text(bucket)),
-                  let start = try row.int("window_start"), start + windowMs > nowMs else {
-                return Window(count: 0, retryAfter: 0)
-            }
-            return Window(count: Int(try row.int("count") ?? 0), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
+        try await database.read { db in
+            try Self.peek(db, [(bucket, window)], now: now)[bucket] ?? Window(count: 0, retryAfter: 0)
         }
     }
 
@@ -52,22 +46,7 @@ public struct RateLimiter: Sendable {
     /// The same count inside the caller's write transaction (the gate folds it into the
     /// visit's own commit). `amount` counts several at once (media bytes).
     static func hit(_ db: any SQLConnection, _ bucket: String, window: TimeInterval, now: Date, amount: Int = 1) throws -> Window {
-        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
-        let windowMs = Int64(window * 1000)
-        // One statement, so concurrent hits on PostgreSQL cannot lose a count.
-        let row = try db.queryOne("""
-            INSERT INTO rate_limits (bucket, window_start, count, expires_at) VALUES (?, ?, ?, ?)
-            ON CONFLICT (bucket) DO UPDATE SET
-                count = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.count + ? END,
-                expires_at = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start + ? END,
-                window_start = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start END
-            RETURNING window_start, count
-            """, .text(bucket), .integer(nowMs), .integer(Int64(amount)), .integer(nowMs + windowMs),
-                 .integer(windowMs), .integer(nowMs), .integer(Int64(amount)), .integer(Int64(amount)),
-                 .integer(windowMs), .integer(nowMs), .integer(nowMs + windowMs), .integer(windowMs),
-                 .integer(windowMs), .integer(nowMs), .integer(nowMs))
-        let start = try row?.int("window_start") ?? nowMs
-        return Window(count: Int(try row?.int("count") ?? Int64(amount)), retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
+        try hit(db, [bucket], window: window, now: now, amount: amount)[bucket] ?? Window(count: amount, retryAfter: Int(window.rounded(.up)))
     }
 
     /// The current counts of several buckets, each with its own window, in one statement
@@ -94,19 +73,22 @@ public struct RateLimiter: Sendable {
     /// caller's write transaction; the windows after counting, by bucket. The rows are
     /// written in the order given, so transactions that name the same buckets in the same
     /// order lock them in the same order.
-    static func hit(_ db: any SQLConnection, _ buckets: [String], window: TimeInterval, now: Date) throws -> [String: Window] {
+    static func hit(_ db: any SQLConnection, _ buckets: [String], window: TimeInterval, now: Date,
+                    amount: Int = 1) throws -> [String: Window] {
         guard !buckets.isEmpty else { return [:] }
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         let windowMs = Int64(window * 1000)
-        let values = buckets.map { _ in "(?, ?, 1, ?)" }.joined(separator: ", ")
-        var parameters: [SQLValue] = buckets.flatMap { [SQLValue.text($0), .integer(nowMs), .integer(nowMs + windowMs)] }
-        parameters += [.integer(windowMs), .integer(nowMs), .integer(windowMs), .integer(nowMs), .integer(nowMs + windowMs),
+        let counted = SQLValue.integer(Int64(amount))
+        let values = buckets.map { _ in "(?, ?, ?, ?)" }.joined(separator: ", ")
+        var parameters: [SQLValue] = buckets.flatMap { [SQLValue.text($0), .integer(nowMs), counted, .integer(nowMs + windowMs)] }
+        parameters += [.integer(windowMs), .integer(nowMs), counted, counted,
+                       .integer(windowMs), .integer(nowMs), .integer(nowMs + windowMs),
                        .integer(windowMs), .integer(windowMs), .integer(nowMs), .integer(nowMs)]
         // One statement, so concurrent hits on PostgreSQL cannot lose a count.
         let rows = try db.query("""
             INSERT INTO rate_limits (bucket, window_start, count, expires_at) VALUES \(values)
             ON CONFLICT (bucket) DO UPDATE SET
-                count = CASE WHEN rate_limits.window_start + ? <= ? THEN 1 ELSE rate_limits.count + 1 END,
+                count = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.count + ? END,
                 expires_at = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start + ? END,
                 window_start = CASE WHEN rate_limits.window_start + ? <= ? THEN ? ELSE rate_limits.window_start END
             RETURNING bucket, window_start, count
@@ -114,7 +96,7 @@ public struct RateLimiter: Sendable {
         var windows: [String: Window] = [:]
         for row in rows {
             let start = try row.int("window_start") ?? nowMs
-            windows[try row.required.string("bucket")] = Window(count: Int(try row.int("count") ?? 1),
+            windows[try row.required.string("bucket")] = Window(count: Int(try row.int("count") ?? Int64(amount)),
                                                                  retryAfter: Int((start + windowMs - nowMs + 999) / 1000))
         }
         return windows
