@@ -67,7 +67,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     var bufferedOffset = 0
     /// Gives the socket back: libmicrohttpd's upgrade handle on the server, `close(2)` on
     /// the client.
-    private var release: (@Sendable () -> Void)?
+    var release: (@Sendable () -> Void)?
     var phase: Phase = .open
     var lastReceived: UInt64
     var pingSentAt: UInt64?
@@ -75,13 +75,13 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// The wake-up asked of the loop, if any (see ``armTimer()``).
     private var armedAt: UInt64 = .max
     /// When the lingering close began (see ``linger(fallback:)``).
-    private var lingerStartedAt: UInt64?
-    private var lingerFallback: (code: WebSocketCloseCode, reason: String)?
-    private var watchedEvents: UInt32 = 0
+    var lingerStartedAt: UInt64?
+    var lingerFallback: (code: WebSocketCloseCode, reason: String)?
+    var watchedEvents: UInt32 = 0
     /// True while wslay_event_recv runs: handlers may send or close from inside it, and
     /// the socket must not be released under wslay's feet. Sends wait for the flush after
     /// it returns; a finish is remembered in `deferredFinish`.
-    private var receiving = false
+    var receiving = false
     var deferredFinish: (code: WebSocketCloseCode, reason: String)?
     var receivedClose: (code: WebSocketCloseCode, reason: String)?
     /// Why we are closing when the peer did not start it (1007, 1008, shutdown...).
@@ -272,25 +272,6 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         flush()
     }
 
-    func startClose(code: WebSocketCloseCode, reason: String) {
-        guard phase == .open, let context = liveContext() else { return }
-        phase = .closing
-        closeStartedAt = MonotonicClock.now()
-        localClose = (code, reason)
-        // RFC 6455 §5.5: control frame payloads are at most 125 bytes, 2 of them the code.
-        let reasonBytes = Array(reason.utf8.prefix(123))
-        _ = reasonBytes.withUnsafeBufferPointer {
-            wslay_event_queue_close(context, code.rawValue, $0.baseAddress, $0.count)
-        }
-        flush()
-    }
-
-    /// Drops the socket without a handshake (used when the loop's owner stops).
-    func abort(code: WebSocketCloseCode, reason: String) {
-        localClose = (code, reason)
-        finish(fallback: (code, reason))
-    }
-
     func handle(events: UInt32) {
         guard phase != .closed else { return }
         if phase == .lingering {
@@ -363,7 +344,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
 
     /// Sends what wslay has queued, then watches the socket for exactly what is still
     /// needed: `EPOLLIN` while wslay reads, `EPOLLOUT` only while a send would block.
-    private func flush() {
+    func flush() {
         guard phase == .open || phase == .closing, !receiving else { return }
         if let context, wslay_event_want_write(context) != 0 && wslay_event_send(context) != 0 {
             finish(fallback: (.abnormal, "connection lost"))
@@ -447,83 +428,10 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     }
 
     /// Asks the loop for a tick at ``nextDeadline()`` unless one at or before it is pending.
-    private func armTimer() {
+    func armTimer() {
         guard let due = nextDeadline(), due < armedAt else { return }
         armedAt = due
         loop.wake(self, descriptor: descriptor, at: due)
-    }
-
-    /// A lingering close. Closing a socket whose receive buffer holds unread bytes makes
-    /// the kernel send a reset, and a reset discards whatever of ours is still queued for
-    /// the peer — our close frame included, so the peer sees 1006 instead of our code. So:
-    /// shut down our side (the peer reads everything we sent, then end of stream), read
-    /// and discard what it still sends, and release the socket at its end of stream or
-    /// after `closeTimeout`, whichever comes first. Nothing read here is kept.
-    private func linger(fallback: (code: WebSocketCloseCode, reason: String)) {
-        guard phase == .open || phase == .closing else { return }
-        // Only update() and tick() linger, and neither runs inside wslay_event_recv.
-        assert(!receiving, "linger during a receive")
-        phase = .lingering
-        lingerStartedAt = MonotonicClock.now()
-        lingerFallback = fallback
-        armTimer()
-        if Glibc.shutdown(descriptor, Int32(SHUT_WR)) != 0 {
-            finish(fallback: fallback)
-            return
-        }
-        if watchedEvents != EPOLLIN.rawValue {
-            watchedEvents = EPOLLIN.rawValue
-            loop.modify(descriptor, events: watchedEvents)
-        }
-        drainWhileLingering()
-    }
-
-    /// Reads and discards, at most `lingerReadBudget` bytes per wake-up so one flooding
-    /// peer cannot hold the loop; releases the socket at end of stream or on an error.
-    private func drainWhileLingering() {
-        guard phase == .lingering else { return }
-        let fallback = lingerFallback ?? (.normal, "")
-        var drained = 0
-        let ended = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16 * 1024) { scratch -> Bool in
-            while drained < Self.lingerReadBudget {
-                let received = recv(descriptor, scratch.baseAddress, scratch.count, 0)
-                if received > 0 {
-                    drained += received
-                    continue
-                }
-                if received < 0 && errno == EINTR { continue }
-                if received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return false }
-                return true // end of stream, or the peer reset: nothing left to wait for
-            }
-            return false
-        }
-        if ended { finish(fallback: fallback) }
-    }
-
-    private static let lingerReadBudget = 256 * 1024
-
-    /// Releases the socket and reports the close once.
-    private func finish(fallback: (code: WebSocketCloseCode, reason: String)) {
-        guard phase != .closed else { return }
-        if receiving {
-            if deferredFinish == nil { deferredFinish = fallback }
-            return
-        }
-        phase = .closed
-        loop.unregister(descriptor)
-        let release = self.release
-        self.release = nil
-        release?()
-        // wslay fails connections itself (1002, 1009): then the code it sent is the reason.
-        let sentByWslay = context.flatMap { context -> (code: WebSocketCloseCode, reason: String)? in
-            guard wslay_event_get_close_sent(context) != 0 else { return nil }
-            let code = wslay_event_get_status_code_sent(context)
-            return code == 0 ? nil : (WebSocketCloseCode(code), "")
-        }
-        let (code, reason) = receivedClose ?? localClose ?? sentByWslay ?? fallback
-        let handlers = self.handlers
-        self.handlers = Handlers()
-        handlers.onClose(self, code, reason)
     }
 }
 
