@@ -176,7 +176,8 @@ enum AdminCommand {
                 try await audit("set_ring_order", company: company, object: ("unit", unit), detail: ["users": .array(users.map(JSONValue.string))])
                 report("ring order set", ["unit_id": .string(unit), "users": .array(users.map(JSONValue.string))])
             case "rotate-jwt-key":
-                // The same key serve uses (made and wrapping now on a database from before).
+                // The same key serve uses (made, and any plaintext secrets wrapped with it, when
+                // the database holds no wrapped secret).
                 let secrets = try await ServiceSecrets.open(database, keyFile: configuration.secretsKeyFile,
                                                             dataDirectory: configuration.dataDirectory, log: Log(minimumLevel: .warning))
                 let id = try await ServiceSecrets.rotate(database, key: secrets.key)

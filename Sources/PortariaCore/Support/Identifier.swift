@@ -4,10 +4,10 @@ import Foundation
 /// an id may be, so a path or body value that cannot be an id is refused before any
 /// lookup, and a `UnitID` cannot be passed where a `VisitID` is meant.
 ///
-/// The rule is the one every copy of the check applied before: 1 to 64 UTF-8 bytes.
-/// Ids the server issues are lowercase UUIDs, well inside it; seeded and imported ids
-/// keep whatever shape they were given. Encodes as a plain JSON string, so the wire
-/// contract does not change where a typed id replaces a `String`.
+/// The rule: 1 to 64 UTF-8 bytes. Ids the server issues are lowercase UUIDs, well inside
+/// it; seeded and imported ids keep whatever shape they were given, and a stricter rule
+/// would change which requests answer 404. Encodes as a plain JSON string, so a typed id
+/// and a `String` look the same on the wire.
 public struct Identifier<Kind>: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The longest id in UTF-8 bytes (every id column is compared against this bound
     /// before it reaches SQL).

@@ -8,7 +8,7 @@ public enum Crypto {
     /// initialise libcrypto decides). `exit()` does not stop the process's other threads,
     /// and that cleanup frees libcrypto's global state under them: a pool thread still
     /// hashing would use freed memory, and a thread exiting after it never frees its own
-    /// state (the deleted thread-local keys skip OpenSSL's destructor — LeakSanitizer saw
+    /// state (the deleted thread-local keys skip OpenSSL's destructor — LeakSanitizer reports
     /// a thread's two DRBGs lost that way, decision 0053). The process is ending; the
     /// kernel takes the memory back, and what libcrypto still holds stays reachable from
     /// its globals, so LeakSanitizer still reports any handle of ours that leaked.

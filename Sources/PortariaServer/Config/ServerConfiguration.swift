@@ -48,7 +48,7 @@ public struct ServerConfiguration: Sendable {
     /// HTTP connections held at once, a WebSocket's handshake included; 0: the open-file
     /// limit less what the rest of the process needs (``ResourceLimits/connectionBudget()``).
     /// An upgraded WebSocket owns its socket once libmicrohttpd hands its connection back
-    /// (decision 0125) and no longer counts here, nor towards `maxConnectionsPerIP`: realtime
+    /// (decision 0125) and does not count here, nor towards `maxConnectionsPerIP`: realtime
     /// sockets are bounded per user and per visitor token, and all sockets by the open-file
     /// limit.
     public var maxConnections = 0

@@ -135,7 +135,7 @@ private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgr
         // closes only its own number: with MHD_USE_TURBO it does not shut the socket down
         // first, and a suspended connection is out of its epoll set. The socket lives until
         // the WebSocket closes its descriptor. Without a spare descriptor, the socket
-        // stays libmicrohttpd's until the WebSocket ends, as before.
+        // stays libmicrohttpd's until the WebSocket ends.
         let own = fcntl(socket, F_DUPFD_CLOEXEC, 0)
         guard own >= 0 else {
             box.upgrade.upgraded(socket: socket, bufferedInput: buffered, close: handBack)

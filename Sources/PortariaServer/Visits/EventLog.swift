@@ -80,7 +80,7 @@ enum EventLog {
     /// which is the scope replay reads. The lock serialises the company's transactions
     /// from where it is taken until COMMIT, so it is taken as late as possible: the rows
     /// are inserted, under the lock, as the transaction's last work (`lastWork`), not
-    /// here — a gate POST's ring plan, pushes and answer no longer run while every other
+    /// here — so a gate POST's ring plan, pushes and answer do not run while every other
     /// visit of the building waits (decision 0047). SQLite has a single writer: the lock
     /// is a no-op there, and the same deferred insert keeps one code path.
     ///

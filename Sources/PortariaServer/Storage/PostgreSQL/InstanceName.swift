@@ -14,8 +14,8 @@ import Foundation
 /// while the listener reconnects.
 ///
 /// Only names of this shape are ever judged: an instance whose URL sets its own
-/// `application_name` (an operator's choice) or an older version leases under a bare id,
-/// and its jobs wait for their lease as before.
+/// `application_name` (an operator's choice) or a build that does not name its connections
+/// leases under a bare id, and its jobs wait for their lease to run out.
 public struct InstanceName: Sendable, Equatable, CustomStringConvertible {
     public static let prefix = "portaria/"
     public let rawValue: String

@@ -76,7 +76,7 @@ public final class PostgresDatabase: SQLDatabase {
     /// Runs `work` on `connection`, and once more if the connection was found dead on its
     /// very first statement and reconnected: the server ended it while it sat in the pool
     /// (a restart, a failover, an administrator's terminate). Nothing had run, so running
-    /// again is safe — and each pooled connection no longer costs a request a 503 after
+    /// again is safe — and without it each pooled connection would cost a request a 503 after
     /// every restart. A failure after any statement succeeded (a lost COMMIT, whose
     /// outcome is unknown) is never run again.
     static func once<T>(more connection: PostgresConnection, _ work: () throws -> T) throws -> T {

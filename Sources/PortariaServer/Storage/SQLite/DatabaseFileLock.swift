@@ -42,7 +42,7 @@ final class DatabaseFileLock: @unchecked Sendable {
         self.descriptor = descriptor
         Self.restrictMode(of: descriptor)
         for suffix in ["-wal", "-shm", "-journal"] {
-            // Files from an earlier run made before modes were tightened.
+            // Companion files left with looser modes (another umask, another tool) are tightened too.
             chmod(path + suffix, 0o600)
         }
     }
