@@ -117,12 +117,15 @@ extension SQLValue {
 public enum RowDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownColumn(String, columns: [String])
     case unexpectedNull(String)
+    /// A text column holding a value no case of its type names.
+    case unknownValue(String, value: String)
 
     public var description: String {
         switch self {
         case .unknownColumn(let name, let columns):
             return "no column \(name) in this row (it has \(columns.joined(separator: ", ")))"
         case .unexpectedNull(let name): return "column \(name) is NULL or not of the expected type"
+        case .unknownValue(let name, let value): return "column \(name) holds \(value.prefix(40)), which no case names"
         }
     }
 }

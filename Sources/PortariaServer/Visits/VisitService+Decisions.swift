@@ -11,11 +11,12 @@ extension VisitService {
         case call(CallAction, CallActionRequest)
         case resolve(ResolveVisitRequest)
 
-        /// The route's last path segment.
-        var name: String {
+        /// The route this decision arrives on, for the idempotency key's request hash.
+        func endpoint(visitID: String) -> (method: HTTPMethod, path: String) {
             switch self {
-            case .call(let action, _): return action.rawValue
-            case .resolve: return "resolve"
+            case .call(.answer, _): let route = APIRoutes.answerCall(id: visitID); return (route.method, route.path)
+            case .call(.decline, _): let route = APIRoutes.declineCall(id: visitID); return (route.method, route.path)
+            case .resolve: let route = APIRoutes.resolveVisit(id: visitID); return (route.method, route.path)
             }
         }
 
@@ -56,7 +57,8 @@ extension VisitService {
         case .call(_, let body):
             canonical = JSONValue.object(["device_id": body.deviceID.map(JSONValue.string) ?? .null]).jsonText
         }
-        let hash = IdempotencyStore.requestHash(method: "POST", path: "/v1/visits/\(visitID)/\(decision.name)", canonicalBody: canonical)
+        let route = decision.endpoint(visitID: visitID)
+        let hash = IdempotencyStore.requestHash(method: route.method.rawValue, path: route.path, canonicalBody: canonical)
         let now = clock.now()
         let me = PersonRef(id: caller.user.id, name: caller.user.name)
         let hook = beforeIdempotentWork

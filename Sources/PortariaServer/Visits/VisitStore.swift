@@ -146,9 +146,18 @@ enum VisitStore {
     }
 
     private static func mediaInfo(_ row: SQLRow, visitID: VisitID) throws -> VisitMediaInfo {
-        VisitMediaInfo(url: "/v1/visits/\(visitID)/\(try row.required.string("kind"))", contentType: try row.required.string("content_type"),
+        VisitMediaInfo(url: try mediaPath(kind: try row.required.string("kind"), visitID: visitID), contentType: try row.required.string("content_type"),
                        byteSize: Int(try row.int("byte_size") ?? 0), durationMs: try row.int("duration_ms").map(Int.init),
                        createdAt: try row.date("created_at") ?? Date())
+    }
+
+    /// Where a residents' app fetches a visit's file of this kind (`photo`, `voice_message`).
+    private static func mediaPath(kind: String, visitID: VisitID) throws -> String {
+        switch MediaKind(rawValue: kind) {
+        case .photo: return APIRoutes.visitPhoto(id: visitID.rawValue).path
+        case .voiceMessage: return APIRoutes.visitVoiceMessage(id: visitID.rawValue).path
+        case nil: throw RowDecodingError.unknownValue("kind", value: kind)
+        }
     }
 
     /// The full DTO of `GET /v1/visits/{id}`.
