@@ -6,38 +6,6 @@ import PortariaCore
 import Glibc
 #endif
 
-/// Owns the two ends of a non-blocking pipe: how callers wake the I/O thread out of `poll`.
-final class WakePipe {
-    let readEnd: Int32
-    let writeEnd: Int32
-
-    init() throws {
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw OutboundHTTPError.transport("pipe: \(String(cString: strerror(errno)))") }
-        readEnd = ends[0]
-        writeEnd = ends[1]
-        for end in ends {
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-        }
-    }
-
-    func wake() {
-        var byte: UInt8 = 1
-        _ = Glibc.write(writeEnd, &byte, 1)
-    }
-
-    func drain() {
-        var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        while withUnsafeMutableBytes(of: &buffer, { Glibc.read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
-    }
-
-    deinit {
-        close(readEnd)
-        close(writeEnd)
-    }
-}
-
 /// HTTP/2 client for APNs, FCM and Web Push on libnghttp2 over OpenSSL (decision 0113).
 ///
 /// One dedicated thread does all the I/O (`poll`); callers hand it requests through a
@@ -51,6 +19,11 @@ final class WakePipe {
 /// connection; one the peer may have seen is never sent twice: when its connection dies
 /// it fails as a transport error, and the provider's outbox decides. An idle connection
 /// is checked with PING; a PING without answer closes it.
+///
+/// A new connection's host name is looked up on another thread (`HostResolver`), so a
+/// slow DNS answer holds up only the requests for that origin; the connect tries each
+/// address the name has, in order, moving on when one refuses or does not answer within
+/// `connectTimeout` — one dead address of a push service does not stop the pushes.
 public final class HTTP2Client: @unchecked Sendable {
     // Touched only by the loop thread: `connections`, `draining`, `waiting`, `readBuffer`.
     // Locked: `incoming`, `stopped`.
@@ -59,6 +32,12 @@ public final class HTTP2Client: @unchecked Sendable {
     private let maxConcurrentStreams: Int
     private let pingInterval: Duration
     private let pingTimeout: Duration
+    private let connectTimeout: Duration
+    private let resolver: any HostResolver
+    /// Origins whose name is being looked up (loop thread), and the answers the lookups
+    /// left for the loop (locked).
+    private var resolving: Set<Origin> = []
+    private let resolved = Locked<[(Origin, Result<[ResolvedAddress], any Error>)]>([])
     private let incoming = Locked<[HTTP2Exchange]>([])
     private let stopped = Locked(false)
     private var loopThread = pthread_t()
@@ -88,13 +67,19 @@ public final class HTTP2Client: @unchecked Sendable {
     ///   - pingInterval: an idle connection is checked with PING this often.
     ///   - pingTimeout: a PING unanswered this long means the peer is gone: the connection
     ///     closes and the next request opens a new one.
+    ///   - connectTimeout: how long one address may take to accept the TCP connection
+    ///     before the next one is tried.
+    ///   - resolver: turns host names into addresses (tests map names to local servers).
     public init(caFile: String? = nil, maxConcurrentStreams: Int = 100, pingInterval: Duration = .seconds(60),
-                pingTimeout: Duration = .seconds(10), label: String = "http2", log: Log = .shared) throws {
+                pingTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5),
+                resolver: any HostResolver = SystemHostResolver(), label: String = "http2", log: Log = .shared) throws {
         context = try TLSContext(caFile: caFile)
         wakePipe = try WakePipe()
         self.maxConcurrentStreams = max(1, maxConcurrentStreams)
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
+        self.connectTimeout = connectTimeout
+        self.resolver = resolver
         self.log = log
         threadName = String("portaria.\(label)".utf8.prefix(15)) ?? "portaria.http2"
         // A joinable pthread, not a Foundation `Thread`: `shutdown()` must wait for the
@@ -182,6 +167,10 @@ public final class HTTP2Client: @unchecked Sendable {
                 return
             }
             for exchange in taken { waiting[exchange.origin, default: Deque()].append(exchange) }
+            for (origin, answer) in resolved.withLock({ answers in defer { answers.removeAll() }; return answers }) {
+                resolving.remove(origin)
+                open(origin, answer)
+            }
             let now = ContinuousClock.now
             expire(now)
             admit()
@@ -222,7 +211,7 @@ public final class HTTP2Client: @unchecked Sendable {
         case .connecting:
             let error = connection.socket.connectError()
             guard error == 0 else {
-                return unreachable(connection, "connect to \(connection.origin.authority): \(String(cString: strerror(error)))")
+                return connectFailed(connection, "connect to \(connection.origin.authority) at \(connection.address): \(String(cString: strerror(error)))")
             }
             connection.state = .handshaking
             handshake(connection)
@@ -260,20 +249,11 @@ public final class HTTP2Client: @unchecked Sendable {
     private func admit() {
         for origin in Array(waiting.keys) {
             guard var queue = waiting[origin] else { continue }
-            var connection = connections[origin]
-            if connection == nil {
-                do {
-                    let opened = try HTTP2Connection(origin: origin, context: context)
-                    connectionsOpened.withLock { $0 += 1 }
-                    connections[origin] = opened
-                    connection = opened
-                } catch {
-                    queue.failAll(error)
-                    waiting[origin] = nil
-                    continue
-                }
+            guard let connection = connections[origin] else {
+                lookUp(origin)
+                continue
             }
-            guard let connection, connection.canStartStreams else { continue }
+            guard connection.canStartStreams else { continue }
             let limit = connection.streamLimit(maxConcurrentStreams)
             while connection.streams.count < limit, let exchange = queue.popFirst() {
                 do {
@@ -288,6 +268,59 @@ public final class HTTP2Client: @unchecked Sendable {
                 peakStreams.withLock { $0 = peakSeen }
             }
         }
+    }
+
+    /// Looks `origin`'s host up on another thread, once at a time; the answer comes back
+    /// through `resolved` and a wake-up.
+    private func lookUp(_ origin: Origin) {
+        guard resolving.insert(origin).inserted else { return }
+        let resolver = resolver
+        let resolved = resolved
+        let wakePipe = wakePipe
+        DispatchQueue.global().async {
+            let answer = Result { try resolver.addresses(host: origin.host, port: origin.port) }
+            resolved.withLock { $0.append((origin, answer)) }
+            wakePipe.wake()
+        }
+    }
+
+    /// Opens `origin`'s connection on the first of `addresses` that takes a connect, or
+    /// fails what waits for it when none does (or the lookup failed).
+    private func open(_ origin: Origin, _ answer: Result<[ResolvedAddress], any Error>,
+                      after previous: String? = nil) {
+        guard waiting[origin] != nil, connections[origin] == nil else { return }
+        var lastError: any Error = OutboundHTTPError.transport(previous ?? "\(origin.host) has no address")
+        switch answer {
+        case .failure(let error):
+            lastError = error
+        case .success(let addresses):
+            var untried = addresses[...]
+            while let address = untried.popFirst() {
+                do {
+                    let opened = try HTTP2Connection(origin: origin, address: address, untried: untried, context: context)
+                    connectionsOpened.withLock { $0 += 1 }
+                    connections[origin] = opened
+                    return
+                } catch {
+                    lastError = error
+                }
+            }
+        }
+        waiting[origin]?.failAll(lastError)
+        waiting[origin] = nil
+    }
+
+    /// The connect to one address failed or timed out: the next address, if the name has
+    /// one, else everything waiting for the origin fails.
+    private func connectFailed(_ connection: HTTP2Connection, _ reason: String) {
+        guard !connection.untried.isEmpty, connections[connection.origin] === connection else {
+            return unreachable(connection, reason)
+        }
+        log.warning("push service address unreachable, trying the next", [
+            "origin": .string(connection.origin.authority), "address": .string(connection.address.description),
+            "error": .string(reason)])
+        retire(connection)
+        open(connection.origin, .success(Array(connection.untried)), after: reason)
     }
 
     /// Requests a connection handed back (refused, or never sent) wait again, first in
@@ -359,6 +392,11 @@ public final class HTTP2Client: @unchecked Sendable {
             }
             if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
         }
+        for connection in Array(connections.values) where connection.state == .connecting {
+            if connection.connectStartedAt.duration(to: now) >= connectTimeout {
+                connectFailed(connection, "connect to \(connection.origin.authority) at \(connection.address): no answer in \(connectTimeout)")
+            }
+        }
         for connection in Array(connections.values) + draining {
             var timedOut = false
             for (streamID, exchange) in connection.streams where exchange.deadline <= now {
@@ -400,45 +438,5 @@ public final class HTTP2Client: @unchecked Sendable {
         }
         connections.removeAll()
         draining.removeAll()
-    }
-}
-
-/// A FIFO of waiting requests with O(1) removal at the front and re-insertion there.
-struct Deque {
-    private var items: [HTTP2Exchange] = []
-    private var head = 0
-
-    var isEmpty: Bool { head == items.count }
-
-    mutating func append(_ exchange: HTTP2Exchange) { items.append(exchange) }
-
-    mutating func prepend(_ exchange: HTTP2Exchange) {
-        if head > 0 {
-            head -= 1
-            items[head] = exchange
-        } else {
-            items.insert(exchange, at: 0)
-        }
-    }
-
-    mutating func popFirst() -> HTTP2Exchange? {
-        guard head < items.count else { return nil }
-        let exchange = items[head]
-        head += 1
-        // Drop what was taken once it is most of the array (amortised O(1)).
-        if head > 1024, head * 2 > items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return exchange
-    }
-
-    mutating func removeAll(where shouldRemove: (HTTP2Exchange) -> Bool) {
-        items = Array(items[head...]).filter { !shouldRemove($0) }
-        head = 0
-    }
-
-    mutating func failAll(_ error: any Error) {
-        while let exchange = popFirst() { exchange.finish(.failure(error)) }
     }
 }

@@ -99,9 +99,17 @@ final class HTTP2Connection {
     /// Why nghttp2 or the socket gave up, once it did.
     var failure: String?
 
-    init(origin: Origin, context: TLSContext) throws {
+    /// The address this connection dials, and the ones to try after it when the connect
+    /// fails or takes longer than the client's connect timeout.
+    let address: ResolvedAddress
+    let untried: ArraySlice<ResolvedAddress>
+    let connectStartedAt = ContinuousClock.now
+
+    init(origin: Origin, address: ResolvedAddress, untried: ArraySlice<ResolvedAddress>, context: TLSContext) throws {
         self.origin = origin
-        socket = try TCPSocket(host: origin.host, port: origin.port)
+        self.address = address
+        self.untried = untried
+        socket = try TCPSocket(address: address)
         tls = try TLSStream(context: context, socket: socket, origin: origin)
     }
 

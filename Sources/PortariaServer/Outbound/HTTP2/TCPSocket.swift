@@ -53,27 +53,22 @@ struct Origin: Hashable, Sendable {
 final class TCPSocket {
     let descriptor: Int32
 
-    /// Starts a non-blocking connect to the first address `host` resolves to. The name
-    /// lookup blocks the caller (the client's I/O thread): it happens once per connection.
-    init(host: String, port: Int) throws {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = portaria_h2_socket_type()
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0, let first = list else {
-            throw OutboundHTTPError.transport("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(list) }
-        let descriptor = socket(first.pointee.ai_family, portaria_h2_socket_type() | portaria_h2_socket_flags(), 0)
+    /// Starts a non-blocking connect to `address` (resolved beforehand, off the I/O
+    /// thread: `HostResolver`).
+    init(address: ResolvedAddress) throws {
+        var storage = address.storage
+        let descriptor = socket(Int32(storage.ss_family), portaria_h2_socket_type() | portaria_h2_socket_flags(), 0)
         guard descriptor >= 0 else { throw OutboundHTTPError.transport("socket: \(String(cString: strerror(errno)))") }
         self.descriptor = descriptor
         var one: Int32 = 1
         // Pushes are small frames that must leave at once, not wait for Nagle.
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard connect(descriptor, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 || errno == EINPROGRESS else {
-            throw OutboundHTTPError.transport("connect to \(host):\(port): \(String(cString: strerror(errno)))")
+        let status = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, address.length) }
+        }
+        guard status == 0 || errno == EINPROGRESS else {
+            throw OutboundHTTPError.transport("connect to \(address): \(String(cString: strerror(errno)))")
         }
     }
 

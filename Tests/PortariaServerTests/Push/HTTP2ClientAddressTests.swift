@@ -1,0 +1,182 @@
+import Foundation
+import PortariaCore
+@testable import PortariaServer
+import PortariaTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A resolver that maps names to the local servers a test started, and can hold one
+/// name's lookup until the test lets it go (a DNS server that does not answer).
+final class ScriptedResolver: HostResolver, @unchecked Sendable {
+    private let table: [String: [ResolvedAddress]]
+    private let held: String?
+    private let gate = DispatchSemaphore(value: 0)
+    let lookups = Locked<[String]>([])
+
+    init(_ table: [String: [ResolvedAddress]], holding held: String? = nil) {
+        self.table = table
+        self.held = held
+    }
+
+    func release() { gate.signal() }
+
+    func addresses(host: String, port: Int) throws -> [ResolvedAddress] {
+        lookups.withLock { $0.append(host) }
+        if host == held { gate.wait() }
+        guard let addresses = table[host] else { throw OutboundHTTPError.transport("cannot resolve \(host): no such name") }
+        return addresses
+    }
+}
+
+/// A loopback address whose connects are never answered: a listening socket whose accept
+/// queue is full drops further SYNs (Linux), as a dead host on the path would.
+final class SilentAddress {
+    let listener: Int32
+    var fillers: [Int32] = []
+    let port: Int
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        listener = descriptor
+        var address = Self.loopback(0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && listen(descriptor, 0) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard listening else { throw FixtureError("bind/listen: \(String(cString: strerror(errno)))") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        // Fill the queue (it takes backlog + 1) with connects nobody accepts.
+        for _ in 0..<3 { fillers.append(Self.startConnect(port)) }
+    }
+
+    static func loopback(_ port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+
+    static func startConnect(_ port: Int) -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var address = loopback(port)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        return descriptor
+    }
+
+    /// Whether one more connect is still unanswered after `milliseconds`: the premise of
+    /// the tests that use this address.
+    func staysSilent(milliseconds: Int32) -> Bool {
+        let probe = Self.startConnect(port)
+        defer { close(probe) }
+        var descriptor = pollfd(fd: probe, events: Int16(POLLOUT), revents: 0)
+        return poll(&descriptor, 1, milliseconds) == 0
+    }
+
+    deinit {
+        for filler in fillers { close(filler) }
+        close(listener)
+    }
+}
+
+/// Name lookups run off the client's I/O thread, and a connect tries every address of the
+/// name in turn: a slow DNS answer or one dead address of a push service does not stop
+/// the pushes.
+@Suite("HTTP/2 client: name lookups off the I/O thread, each address tried in turn", .serialized)
+struct HTTP2ClientAddressTests {
+    @Test("a name whose lookup hangs holds up only its own origin: a request to another origin is answered meanwhile")
+    func slowLookupHoldsOnlyItsOrigin() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let (server, url) = try await HTTP2ClientTests.sink(pki, [])
+        defer { server.stop() }
+        let local = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
+        let resolver = ScriptedResolver(["localhost": [local], "127.0.0.1": [local]], holding: "localhost")
+        let client = try HTTP2Client(caFile: pki.caFile, resolver: resolver)
+        defer { client.shutdown() }
+        let released = Locked(false)
+        // Whatever happens, the held lookup ends, so a failing run ends too.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 20) { released.withLock { $0 = true }; resolver.release() }
+
+        let slow = Task { try await client.send(request("https://localhost:\(server.port)/3/device/token")) }
+        #expect(await eventually { resolver.lookups.current.contains("localhost") })
+        let other = try await client.send(request(url))
+        #expect(other.status == 200)
+        #expect(!released.current, "the other origin's request was answered while the lookup still hung")
+
+        released.withLock { $0 = true }
+        resolver.release()
+        #expect(try await slow.value.status == 200, "the held origin's request goes out once its name resolves")
+    }
+
+    @Test("the first address refuses the connect: the next address of the name is tried and the request answered")
+    func refusedAddressFallsThrough() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
+        defer { server.stop() }
+        let refusing = try #require(ResolvedAddress(numeric: "127.0.0.1", port: try unusedPort()))
+        let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
+        let resolver = ScriptedResolver(["localhost": [refusing, live]])
+        let client = try HTTP2Client(caFile: pki.caFile, resolver: resolver)
+        defer { client.shutdown() }
+        #expect(try await client.send(request("https://localhost:\(server.port)/3/device/token")).status == 200)
+        #expect(client.connectionsOpened.current == 2, "one connect per address")
+    }
+
+    @Test("the first address never answers the connect: after the connect timeout the next one is tried and the request answered")
+    func silentAddressTimesOut() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
+        defer { server.stop() }
+        let silent = try SilentAddress()
+        try #require(silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
+        let unanswered = try #require(ResolvedAddress(numeric: "127.0.0.1", port: silent.port))
+        let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
+        let resolver = ScriptedResolver(["localhost": [unanswered, live]])
+        // The request's own timeout (30 s) is far above the connect timeout: only moving
+        // on to the next address can answer it.
+        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: .milliseconds(300), resolver: resolver)
+        defer { client.shutdown() }
+        #expect(try await client.send(request("https://localhost:\(server.port)/3/device/token")).status == 200)
+        #expect(client.connectionsOpened.current == 2)
+    }
+
+    @Test("every address refuses, or the name does not resolve: the request fails as a transport error naming why")
+    func noAddressWorks() async throws {
+        let refusing = try #require(ResolvedAddress(numeric: "127.0.0.1", port: try unusedPort()))
+        let alsoRefusing = try #require(ResolvedAddress(numeric: "127.0.0.1", port: try unusedPort()))
+        let resolver = ScriptedResolver(["localhost": [refusing, alsoRefusing]])
+        let client = try HTTP2Client(resolver: resolver)
+        defer { client.shutdown() }
+        do {
+            _ = try await client.send(request("https://localhost/3/device/token"))
+            Issue.record("a request with no reachable address was answered")
+        } catch let error as OutboundHTTPError {
+            #expect("\(error)".contains(alsoRefusing.description), "the last address tried is named: \(error)")
+        }
+        #expect(client.connectionsOpened.current == 2)
+        do {
+            _ = try await client.send(request("https://nowhere.invalid/3/device/token"))
+            Issue.record("a request to a name that does not resolve was answered")
+        } catch let error as OutboundHTTPError {
+            #expect("\(error)".contains("cannot resolve nowhere.invalid"), "\(error)")
+        }
+    }
+
+    // Numeric names only: a test sends nothing to a DNS server.
+    @Test("the system resolver gives a numeric name's address, printable with its port")
+    func systemResolver() throws {
+        let v4 = try SystemHostResolver().addresses(host: "127.0.0.1", port: 8443)
+        #expect(v4.map(\.description) == ["127.0.0.1:8443"])
+        let v6 = try SystemHostResolver().addresses(host: "::1", port: 443)
+        #expect(v6.map(\.description) == ["[::1]:443"])
+    }
+}
