@@ -30,16 +30,13 @@ struct SystemRoutes {
     }
 
     func register(on router: Router) {
-        router.get("/healthz") { _ in
-            do {
-                try await database.ping()
-                return .json(Health(status: "ok", database: "ok"))
-            } catch {
-                var response = HTTPResponse.json(Health(status: "unavailable", database: "unreachable"), status: 503)
-                response.headers.append(("Retry-After", "5"))
-                return response
-            }
-        }
+        let database = database
+        let check = SharedCheck { (try? await database.ping()) != nil }
+        // The two answers never change: encoded once.
+        let healthy = HTTPResponse.json(Health(status: "ok", database: "ok"))
+        var unhealthy = HTTPResponse.json(Health(status: "unavailable", database: "unreachable"), status: 503)
+        unhealthy.headers.append(("Retry-After", "5"))
+        router.get("/healthz") { [unhealthy] _ in await check.run() ? healthy : unhealthy }
         let readiness = Readiness(database: database, listenerConnected: listenerConnected,
                                   requiredMigrations: requiredMigrations)
         router.get("/readyz") { _ in await readiness.answer() }
@@ -53,6 +50,42 @@ struct SystemRoutes {
             let body = Array(data)
             cached.withLock { $0 = body }
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: body)
+        }
+    }
+}
+
+/// `/healthz`'s database check, shared by the requests that arrive while it runs: a burst
+/// of probes costs the database one query at a time, not one each, and every answer comes
+/// from a query that was still running when the request arrived.
+final class SharedCheck: Sendable {
+    private let check: @Sendable () async -> Bool
+    /// Nil while no check runs; else the requests waiting for the running one.
+    private let waiting = Locked<[CheckedContinuation<Bool, Never>]?>(nil)
+
+    init(_ check: @escaping @Sendable () async -> Bool) { self.check = check }
+
+    /// Requests waiting for the running check (tests).
+    var waiters: Int { waiting.withLock { $0?.count ?? 0 } }
+
+    func run() async -> Bool {
+        let leads = waiting.withLock { list -> Bool in
+            guard list == nil else { return false }
+            list = []
+            return true
+        }
+        if leads {
+            let answer = await check()
+            for waiter in waiting.withLock({ list in defer { list = nil }; return list ?? [] }) { waiter.resume(returning: answer) }
+            return answer
+        }
+        return await withCheckedContinuation { continuation in
+            let joined = waiting.withLock { list -> Bool in
+                guard list != nil else { return false }
+                list?.append(continuation)
+                return true
+            }
+            // The check ended between the two looks: this request starts the next one.
+            if !joined { Task { continuation.resume(returning: await self.run()) } }
         }
     }
 }
