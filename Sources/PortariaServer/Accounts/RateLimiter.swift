@@ -164,7 +164,8 @@ public enum AddressKey {
 
     private static func format<T>(family: Int32, _ address: inout T) -> String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        guard inet_ntop(family, &address, &buffer, socklen_t(buffer.count)) != nil else { return "" }
+        let written = withUnsafeBytes(of: &address) { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        guard written != nil else { return "" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
