@@ -12,6 +12,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: UInt16 = 8080
     /// One epoll thread per core is what libmicrohttpd's thread pool is built for.
     public var threadPoolSize: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    /// Sockets held at once and per client address (0: no per-address limit), HTTP
+    /// connections and upgraded WebSockets alike: libmicrohttpd applies them to its own
+    /// connections at accept, `SocketCensus` to a WebSocket handshake.
     public var connectionLimit: Int = 20_000
     public var perIPConnectionLimit: Int = 0
     /// Idle connections (including slowloris trickles) are closed after this many seconds.
