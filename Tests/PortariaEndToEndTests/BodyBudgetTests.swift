@@ -1,5 +1,6 @@
 import Foundation
 import PortariaTestSupport
+import PortariaWebSocket
 import Testing
 
 /// Bodies in memory: a server-wide budget for buffered request bodies shared between
@@ -124,5 +125,54 @@ struct BodyBudgetTests {
             #expect(freed)
             held.removeAll()
         }
+    }
+
+    @Test("an address holding --max-connections-per-ip realtime sockets is answered 429 for the next handshake; another address is served; a closed socket frees its place")
+    func realtimeSocketsPerAddress() async throws {
+        try await TestServer.with(["--demo", "--max-connections-per-ip", "3"]) { server in
+            let maria = try await RealtimeTests.login(server, "maria")
+            var held: [RawConnection] = []
+            defer { held.forEach { $0.close() } }
+            for _ in 0..<3 {
+                held.append(try await Self.realtimeHandshake(server, maria, from: "127.0.0.3", until: { $0 == 101 }).connection)
+            }
+            let (refusedConnection, refused) = try await Self.realtimeHandshake(server, maria, from: "127.0.0.3")
+            defer { refusedConnection.close() }
+            #expect(refused.status == 429, "a fourth realtime socket from one address was admitted")
+            #expect(refused.header("retry-after") == "5")
+            #expect((try refused.json()["error"] as? [String: Any])?["code"] as? String == "RATE_LIMITED")
+            #expect(try await server.request("GET", "/healthz").status == 200)
+            let other = try await Self.realtimeHandshake(server, maria, from: "127.0.0.4")
+            defer { other.connection.close() }
+            #expect(other.response.status == 101)
+
+            held.removeFirst().close()
+            held.append(try await Self.realtimeHandshake(server, maria, from: "127.0.0.3", until: { $0 == 101 }).connection)
+        }
+    }
+
+    /// A `/v1/realtime` handshake from `source` and its answer (a 101 is returned, not
+    /// skipped), tried again until the status satisfies `accept` — also when libmicrohttpd
+    /// drops the connection unanswered (its own per-address count still holds an upgraded
+    /// connection until the connection has been handed back).
+    static func realtimeHandshake(_ server: TestServer, _ session: RealtimeTests.Session, from source: String,
+                                  until accept: @escaping @Sendable (Int) -> Bool = { _ in true }) async throws -> (connection: RawConnection, response: RawResponse) {
+        let head = "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: \(WebSocketHandshake.makeKey())\r\n"
+            + "Authorization: Bearer \(session.token)\r\nX-Company-Id: \(session.companyID)\r\n\r\n"
+        var answer: (connection: RawConnection, response: RawResponse)?
+        let answered = try await eventually(within: .seconds(30), every: .milliseconds(20)) {
+            let connection = try await server.connect(from: source)
+            try? connection.send(head)
+            let response = try? await offload { try connection.readResponse(timeout: .seconds(10), skipInterim: false) }
+            guard let response, accept(response.status) else {
+                connection.close()
+                return false
+            }
+            answer = (connection, response)
+            return true
+        }
+        guard answered, let answer else { throw HarnessError("no realtime handshake from \(source) was answered as expected") }
+        return answer
     }
 }

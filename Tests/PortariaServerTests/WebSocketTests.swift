@@ -349,7 +349,14 @@ struct WebSocketTestServer {
     let opened = Collector<WebSocketConnection>()
     var port: UInt16 { server.port }
 
-    init(configuration: WebSocketConfiguration = .server) throws {
+    /// - Parameters:
+    ///   - http: changes to the listener's limits.
+    ///   - serve: makes the server (a test may give it its own descriptor duplication).
+    init(configuration: WebSocketConfiguration = .server,
+         http change: (inout HTTPServerConfiguration) -> Void = { _ in },
+         serve: (Router, HTTPServerConfiguration) -> HTTPServer = {
+             HTTPServer(router: $0, configuration: $1, log: Log(minimumLevel: .error))
+         }) throws {
         let hub = WebSocketHub(loop: WebSocketTests.loop, configuration: configuration, log: Log(minimumLevel: .error))
         let closeCodes = closeCodes, opened = opened
         let router = Router()
@@ -366,10 +373,12 @@ struct WebSocketTestServer {
         router.get("/ws/welcome") { request in
             try hub.upgrade(request, handlers: .init(onOpen: { $0.sendOnLoop(text: Array("welcome".utf8)) }))
         }
+        router.get("/plain") { _ in .text("plain") }
         var http = HTTPServerConfiguration()
         http.port = 0
         http.threadPoolSize = 2
-        server = HTTPServer(router: router, configuration: http, log: Log(minimumLevel: .error))
+        change(&http)
+        server = serve(router, http)
         try server.start()
         self.hub = hub
     }

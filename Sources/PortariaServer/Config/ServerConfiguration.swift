@@ -42,15 +42,20 @@ public struct ServerConfiguration: Sendable {
     public var gateRingLimit = 60
     public var loginLimit = 10
     public var maxBodySize = 1 << 20
-    /// Connections one client address may hold (0: no limit). Behind `--trusted-proxies`
-    /// every connection comes from the proxy, so the limit is off there.
+    /// Sockets one client address may hold, HTTP connections and WebSockets alike (0: no
+    /// limit). Behind `--trusted-proxies` every connection comes from the proxy, so the
+    /// limit is off there.
     public var maxConnectionsPerIP = 1024
-    /// HTTP connections held at once, a WebSocket's handshake included; 0: the open-file
-    /// limit less what the rest of the process needs (``ResourceLimits/connectionBudget()``).
-    /// An upgraded WebSocket owns its socket once libmicrohttpd hands its connection back
-    /// (decision 0125) and does not count here, nor towards `maxConnectionsPerIP`: realtime
-    /// sockets are bounded per user and per visitor token, and all sockets by the open-file
-    /// limit.
+    /// Sockets held at once, HTTP connections and WebSockets alike; 0: the open-file limit
+    /// less what the rest of the process needs (``ResourceLimits/connectionBudget()``).
+    ///
+    /// libmicrohttpd enforces both limits on its own connections, at accept: beyond them a
+    /// new connection is closed unanswered. An upgraded WebSocket owns its socket once
+    /// libmicrohttpd hands its connection back (decision 0125), so the server counts it
+    /// itself (`SocketCensus`) and refuses a WebSocket handshake that would take the
+    /// sockets held past either limit: 503 past this one, 429 past `maxConnectionsPerIP`.
+    /// So WebSockets alone never exceed a limit; with HTTP connections beside them (which
+    /// libmicrohttpd bounds by the same number) a limit's holder keeps at most twice it.
     public var maxConnections = 0
     /// Request bodies held in memory across all connections at once; beyond it, 503.
     public var maxBufferedBodyBytes = 128 << 20

@@ -22,14 +22,18 @@ extension HTTPServer {
 
     // MARK: Connections and their deadlines (libmicrohttpd threads)
 
-    /// A connection was accepted on `descriptor`; returns the id its socket context keeps.
-    func connectionOpened(descriptor: Int32) -> UInt {
-        deadlines.withLock { $0.opened(descriptor: descriptor, at: .now) }
+    /// A connection was accepted on `descriptor` from `address`; returns the id its socket
+    /// context keeps.
+    func connectionOpened(descriptor: Int32, address: String) -> UInt {
+        let id = deadlines.withLock { $0.opened(descriptor: descriptor, at: .now) }
+        sockets.withLock { $0.opened(id, address: address) }
+        return id
     }
 
     /// libmicrohttpd is about to close the connection's socket.
     func connectionClosed(_ id: UInt) {
         deadlines.withLock { $0.closed(id) }
+        sockets.withLock { $0.closed(id) }
     }
 
     // MARK: The sweep
@@ -88,7 +92,12 @@ func portariaConnectionNotified(
     if portaria_mhd_notify_is_start(code) {
         let descriptor = portaria_mhd_connection_fd(connection)
         guard descriptor >= 0 else { return }
-        socketContext.pointee = UnsafeMutableRawPointer(bitPattern: server.connectionOpened(descriptor: descriptor))
+        // The peer as libmicrohttpd saw it, as its per-address limit counts: no address is
+        // worth spelling when that limit is off (behind trusted proxies every peer is one).
+        let address = server.configuration.perIPConnectionLimit > 0
+            ? SocketAddress.describe(portaria_mhd_client_address(connection)) : ""
+        let id = server.connectionOpened(descriptor: descriptor, address: address)
+        socketContext.pointee = UnsafeMutableRawPointer(bitPattern: id)
     } else if let raw = socketContext.pointee {
         server.connectionClosed(UInt(bitPattern: raw))
         socketContext.pointee = nil

@@ -12,6 +12,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: UInt16 = 8080
     /// One epoll thread per core is what libmicrohttpd's thread pool is built for.
     public var threadPoolSize: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    /// Sockets held at once and per client address (0: no per-address limit), HTTP
+    /// connections and upgraded WebSockets alike: libmicrohttpd applies them to its own
+    /// connections at accept, `SocketCensus` to a WebSocket handshake.
     public var connectionLimit: Int = 20_000
     public var perIPConnectionLimit: Int = 0
     /// Idle connections (including slowloris trickles) are closed after this many seconds.
@@ -61,6 +64,12 @@ public final class HTTPServer: Sendable {
     let bodyBudget: Locked<BodyBudget>
     /// Open connections and when their head or body is due; `sweeper` closes late ones.
     let deadlines: Locked<RequestDeadlines>
+    /// Every socket held, libmicrohttpd's and upgraded ones, in total and per address: what
+    /// an upgrade is checked against (`upgradeRefusal`).
+    let sockets: Locked<SocketCensus>
+    /// Takes a descriptor of its own for an upgraded socket (`fcntl(F_DUPFD_CLOEXEC)`); -1
+    /// when there is no spare one. A parameter so that tests can run out of descriptors.
+    let duplicateDescriptor: @Sendable (Int32) -> Int32
     let sweeper = Locked<Task<Void, Never>?>(nil)
     /// Connections suspended while their handler runs, and whether the daemon is stopping.
     /// libmicrohttpd aborts the process if it is stopped with a connection suspended, and
@@ -106,8 +115,17 @@ public final class HTTPServer: Sendable {
         var releasing = 0
     }
 
-    public init(router: Router, configuration: HTTPServerConfiguration = .init(), log: Log = .shared) {
+    public convenience init(router: Router, configuration: HTTPServerConfiguration = .init(), log: Log = .shared) {
+        self.init(router: router, configuration: configuration, log: log,
+                  duplicatingWith: { fcntl($0, F_DUPFD_CLOEXEC, 0) })
+    }
+
+    init(router: Router, configuration: HTTPServerConfiguration, log: Log,
+         duplicatingWith duplicate: @escaping @Sendable (Int32) -> Int32) {
         self.router = router
+        duplicateDescriptor = duplicate
+        sockets = Locked(SocketCensus(limits: .init(total: configuration.connectionLimit,
+                                                    perAddress: configuration.perIPConnectionLimit)))
         self.configuration = configuration
         self.log = log
         bodyBudget = Locked(BodyBudget(capacity: configuration.maxBufferedBodyBytes))
@@ -309,6 +327,30 @@ public final class HTTPServer: Sendable {
             state.suspended[ObjectIdentifier(context)] = (context, connection)
             return true
         }
+    }
+
+    /// The answer refusing connection `id` its WebSocket, or nil when the sockets held stay
+    /// within the limits once it is one. libmicrohttpd bounds only its own connections; an
+    /// upgraded socket is the server's (decision 0125), so the census, which counts both,
+    /// decides here. Beyond `connectionLimit` the server is full: 503. Beyond
+    /// `perIPConnectionLimit` this client holds its share and everyone else is still served:
+    /// 429, the answer a client backs off on without taking the server for down. Either
+    /// closes the connection, so a refused client does not keep the slot it asked with.
+    func upgradeRefusal(_ id: UInt) -> HTTPResponse? {
+        guard let refusal = sockets.withLock({ $0.refusal(forUpgradeOf: id) }) else { return nil }
+        let retryAfter = 5
+        var error: HTTPError
+        switch refusal {
+        case .total:
+            error = HTTPError(status: 503, code: .serviceUnavailable,
+                              message: "the server holds as many connections as it may; try again shortly",
+                              details: ["retry_after": .number(Double(retryAfter))],
+                              headers: [("Retry-After", String(retryAfter))])
+        case .address:
+            error = .rateLimited("this address holds as many connections as one address may", retryAfter: retryAfter)
+        }
+        error.headers.append(("Connection", "close"))
+        return error.response
     }
 
     /// An upgraded socket was handed to a WebSocket (libmicrohttpd thread).

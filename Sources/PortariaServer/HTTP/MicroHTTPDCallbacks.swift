@@ -97,9 +97,12 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer, conte
 private final class UpgradeBox {
     let upgrade: any WebSocketUpgrade
     let server: HTTPServer
-    init(_ upgrade: any WebSocketUpgrade, server: HTTPServer) {
+    /// The connection's entry in `HTTPServer.deadlines` and `HTTPServer.sockets`.
+    let connectionID: UInt
+    init(_ upgrade: any WebSocketUpgrade, server: HTTPServer, connectionID: UInt) {
         self.upgrade = upgrade
         self.server = server
+        self.connectionID = connectionID
     }
 }
 
@@ -108,11 +111,14 @@ private struct UpgradeHandle: @unchecked Sendable { let pointer: OpaquePointer }
 
 private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgrade,
                           on connection: OpaquePointer, context: RequestContext) -> MHD_Result {
+    let id = context.connectionID
+    if let refusal = context.server.upgradeRefusal(id) {
+        return queue(refusal, on: connection, context: context)
+    }
     context.status = 101
     // The socket becomes the WebSocket's: no head or body deadline applies to it any more.
-    let id = context.connectionID
     context.server.deadlines.withLock { $0.upgraded(id) }
-    let box = Unmanaged.passRetained(UpgradeBox(upgrade, server: context.server)).toOpaque()
+    let box = Unmanaged.passRetained(UpgradeBox(upgrade, server: context.server, connectionID: id)).toOpaque()
     guard let mhdResponse = MHD_create_response_for_upgrade({ cls, _, _, extraIn, extraInSize, socket, urh in
         let box = Unmanaged<UpgradeBox>.fromOpaque(cls!).takeRetainedValue()
         var buffered: [UInt8] = []
@@ -134,17 +140,29 @@ private func queueUpgrade(_ response: HTTPResponse, _ upgrade: any WebSocketUpgr
         // thread: this callback runs inside libmicrohttpd's upgrade). libmicrohttpd then
         // closes only its own number: with MHD_USE_TURBO it does not shut the socket down
         // first, and a suspended connection is out of its epoll set. The socket lives until
-        // the WebSocket closes its descriptor. Without a spare descriptor, the socket
-        // stays libmicrohttpd's until the WebSocket ends.
-        let own = fcntl(socket, F_DUPFD_CLOEXEC, 0)
+        // the WebSocket closes its descriptor.
+        let own = server.duplicateDescriptor(socket)
         guard own >= 0 else {
-            box.upgrade.upgraded(socket: socket, bufferedInput: buffered, close: handBack)
+            let reason = String(cString: strerror(errno))
+            // No spare descriptor: the process is at its open-file limit, and a WebSocket
+            // kept on libmicrohttpd's descriptor would hold its connection and pool for its
+            // whole life. The 101 is sent already, so the refusal is a close frame, 1013
+            // "try again later" (best effort: a fresh socket's buffer takes four bytes);
+            // libmicrohttpd closes its descriptor when the connection is handed back, and
+            // its close uncounts the socket.
+            let closeFrame: [UInt8] = [0x88, 0x02, 0x03, 0xF5]
+            _ = closeFrame.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            server.log.warning("websocket refused: no spare descriptor", ["error": .string(reason)])
+            Task.detached { handBack() }
             return
         }
+        // Counted as one socket since its accept: from now the WebSocket's close uncounts it.
+        let address = server.sockets.withLock { $0.handedOver(box.connectionID) }
         let closed = Locked(false)
         box.upgrade.upgraded(socket: own, bufferedInput: buffered, close: {
             guard !closed.withLock({ done in defer { done = true }; return done }) else { return }
             _ = close(own)
+            if let address { server.sockets.withLock { $0.released(address: address) } }
         })
         Task.detached { handBack() }
     }, box) else {
@@ -282,6 +300,12 @@ func portariaAccessHandler(
     }
     guard !context.handlerStarted else { return portaria_mhd_yes }
     context.handlerStarted = true
+    // A WebSocket handshake the limits would refuse anyway is refused before its handler
+    // runs (no ticket spent, no database read); `queueUpgrade` checks again when it answers.
+    if context.request.headers["upgrade"]?.lowercased().contains("websocket") == true,
+       let refusal = server.upgradeRefusal(context.connectionID) {
+        return queue(refusal, on: connection, context: context)
+    }
     let handle = ConnectionHandle(pointer: connection)
     guard server.suspending(context, handle) else {
         return queue(HTTPError(status: 503, code: .serviceUnavailable, message: "the server is shutting down").response,
