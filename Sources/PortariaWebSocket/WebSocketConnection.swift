@@ -91,6 +91,10 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// chunk flagged "more" is held here and leaves with the next one in one `sendmsg`.
     var heldChunk: (UInt64, UInt64) = (0, 0)
     var heldCount = 0
+    /// The rest of a prebuilt frame (``sendOnLoop(frame:)``) the socket did not take at
+    /// once. It leaves before anything wslay sends, so frames stay in order.
+    var rawPending: [UInt8] = []
+    var rawPendingOffset = 0
 
     /// Owner's per-connection value (the server hub keeps its bookkeeping here).
     var attachment: AnyObject?
@@ -179,6 +183,26 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         enqueue(opcode: UInt8(WSLAY_TEXT_FRAME.rawValue), utf8)
     }
 
+    /// A frame built once for many sockets (a broadcast). An idle socket — no wslay
+    /// context, nothing waiting to be written — takes its bytes straight from `frame`,
+    /// with no framing state made and freed for it; what its kernel buffer does not take
+    /// waits in `rawPending`. A busy socket frames the message through wslay as usual.
+    /// Loop thread only.
+    public func sendOnLoop(frame: ServerFrame) {
+        assert(loop.isInLoop)
+        guard role == .server, phase == .open, context == nil, heldCount == 0, rawPending.isEmpty, !receiving else {
+            return enqueue(opcode: frame.opcode, frame.payload)
+        }
+        let sent = frame.bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if sent == frame.bytes.count { return }
+        if sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            return finish(fallback: (.abnormal, "connection lost"))
+        }
+        rawPending = frame.bytes
+        rawPendingOffset = max(0, sent)
+        update()
+    }
+
     /// ``send(binary:)`` without the hop (an echo answering from its handler). Loop thread only.
     public func sendOnLoop(binary bytes: [UInt8]) {
         assert(loop.isInLoop)
@@ -250,7 +274,7 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// Queues a message, on the loop thread: the hub's broadcast calls this directly.
     func enqueue(opcode: UInt8, _ bytes: [UInt8]) {
         guard phase == .open, let context = liveContext() else { return }
-        let queuedBytes = Int(wslay_event_get_queued_msg_length(context))
+        let queuedBytes = Int(wslay_event_get_queued_msg_length(context)) + (rawPending.count - rawPendingOffset)
         let queuedCount = Int(wslay_event_get_queued_msg_count(context))
         // An empty queue always takes one message, however large: only a backlog means
         // the reader is slow.
@@ -346,6 +370,8 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
     /// needed: `EPOLLIN` while wslay reads, `EPOLLOUT` only while a send would block.
     func flush() {
         guard phase == .open || phase == .closing, !receiving else { return }
+        guard drainRawPending() else { return finish(fallback: (.abnormal, "connection lost")) }
+        if !rawPending.isEmpty { return update() }
         if let context, wslay_event_want_write(context) != 0 && wslay_event_send(context) != 0 {
             finish(fallback: (.abnormal, "connection lost"))
             return
@@ -353,11 +379,30 @@ public final class WebSocketConnection: @unchecked Sendable, Hashable, CustomStr
         update()
     }
 
+    /// Writes what is left of a prebuilt frame. False when the socket failed.
+    private func drainRawPending() -> Bool {
+        while rawPendingOffset < rawPending.count {
+            let sent = rawPending[rawPendingOffset...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if sent > 0 {
+                rawPendingOffset += sent
+                continue
+            }
+            if sent < 0 && errno == EINTR { continue }
+            return sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+        }
+        rawPending = []
+        rawPendingOffset = 0
+        return true
+    }
+
     private func update() {
         guard phase == .open || phase == .closing else { return }
-        // Without a context the socket is idle and open: it reads, and has nothing to write.
+        // Without a context the socket is idle and open: it reads, and has nothing to write
+        // but the rest of a prebuilt frame.
         let wantRead = context.map { wslay_event_want_read($0) != 0 } ?? true
-        let wantWrite = context.map { wslay_event_want_write($0) != 0 } ?? false
+        let wantWrite = !rawPending.isEmpty || (context.map { wslay_event_want_write($0) != 0 } ?? false)
         if !wantRead && !wantWrite {
             // Close frames went both ways (or we gave up reading after an error and our
             // close frame is out): the WebSocket is over. A peer that sent its close frame

@@ -51,11 +51,12 @@ public final class WebSocketHub: @unchecked Sendable {
     /// slow to keep up are dropped (1008) rather than buffered without bound.
     @discardableResult
     public func broadcast(text: String, topic: String) async -> Int {
-        let bytes = Array(text.utf8)
+        // Framed once: every idle socket writes the same bytes (servers do not mask).
+        let frame = ServerFrame(text: Array(text.utf8))
         return await loop.submit { [self] in
             // A snapshot: a dropped slow consumer leaves `topics` while we iterate.
             let recipients = Array(topics[topic]?.values ?? [:].values)
-            for connection in recipients { connection.sendOnLoop(text: bytes) }
+            for connection in recipients { connection.sendOnLoop(frame: frame) }
             return recipients.count
         }
     }
@@ -63,11 +64,11 @@ public final class WebSocketHub: @unchecked Sendable {
     /// Sends `text` to the given sockets of this hub (those not open any more are skipped).
     @discardableResult
     public func broadcast(text: String, to connections: [WebSocketConnection]) async -> Int {
-        let bytes = Array(text.utf8)
+        let frame = ServerFrame(text: Array(text.utf8))
         return await loop.submit { [self] in
             var sent = 0
             for connection in connections where members[ObjectIdentifier(connection)] != nil && connection.isOpenOnLoop {
-                connection.sendOnLoop(text: bytes)
+                connection.sendOnLoop(frame: frame)
                 sent += 1
             }
             return sent
