@@ -45,12 +45,14 @@ struct portaria_mhd_config {
     void *completed_handler_cls;
     MHD_NotifyConnectionCallback connection_handler; /* accepted / about to be closed */
     void *connection_handler_cls;
+    MHD_AcceptPolicyCallback accept_policy;          /* before a connection is made; NULL: all */
+    void *accept_policy_cls;
     portaria_mhd_log_fn log_sink;
 };
 
 static inline struct MHD_Daemon *portaria_mhd_start(const struct portaria_mhd_config *c) {
     return MHD_start_daemon(c->flags | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL,
+        c->accept_policy, c->accept_policy_cls,
         c->access_handler, c->access_handler_cls,
         MHD_OPTION_EXTERNAL_LOGGER, portaria_mhd_logger, (void *)c->log_sink,
         MHD_OPTION_LISTEN_SOCKET, c->listen_socket,

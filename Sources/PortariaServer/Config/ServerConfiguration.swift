@@ -49,13 +49,14 @@ public struct ServerConfiguration: Sendable {
     /// Sockets held at once, HTTP connections and WebSockets alike; 0: the open-file limit
     /// less what the rest of the process needs (``ResourceLimits/connectionBudget()``).
     ///
-    /// libmicrohttpd enforces both limits on its own connections, at accept: beyond them a
-    /// new connection is closed unanswered. An upgraded WebSocket owns its socket once
-    /// libmicrohttpd hands its connection back (decision 0125), so the server counts it
-    /// itself (`SocketCensus`) and refuses a WebSocket handshake that would take the
-    /// sockets held past either limit: 503 past this one, 429 past `maxConnectionsPerIP`.
-    /// So WebSockets alone never exceed a limit; with HTTP connections beside them (which
-    /// libmicrohttpd bounds by the same number) a limit's holder keeps at most twice it.
+    /// An upgraded WebSocket owns its socket once libmicrohttpd hands its connection back
+    /// (decision 0125), so the server counts every socket itself (`SocketCensus`). At this
+    /// limit a new connection is closed unanswered at accept (libmicrohttpd's accept
+    /// policy), as libmicrohttpd does past its own count: the sockets held stay within it,
+    /// give or take one per libmicrohttpd thread accepting at the same instant, and the
+    /// descriptors kept back for the database stay free. Per address, a WebSocket
+    /// handshake past `maxConnectionsPerIP` is answered 429 and libmicrohttpd bounds the
+    /// address's HTTP connections by the same number: at most twice it in sockets.
     public var maxConnections = 0
     /// Request bodies held in memory across all connections at once; beyond it, 503.
     public var maxBufferedBodyBytes = 128 << 20

@@ -104,6 +104,16 @@ func portariaConnectionNotified(
     }
 }
 
+/// libmicrohttpd asks before it makes a connection of an accepted socket: past the total
+/// limit, counting WebSockets, it closes the socket unanswered — what it does past its own
+/// `connection_limit`. Checked without holding a place, so libmicrohttpd threads accepting
+/// at the same moment may each pass: the limit holds to within one socket per thread.
+func portariaAcceptPolicy(cls: UnsafeMutableRawPointer?, address: UnsafePointer<sockaddr>?, length: socklen_t) -> MHD_Result {
+    guard let cls else { return portaria_mhd_yes }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    return server.sockets.withLock { $0.admitsConnection } ? portaria_mhd_yes : portaria_mhd_no
+}
+
 /// The deadline id of the connection a request arrived on (0: not tracked).
 func connectionID(_ connection: OpaquePointer) -> UInt {
     portaria_mhd_socket_context(connection).map { UInt(bitPattern: $0) } ?? 0

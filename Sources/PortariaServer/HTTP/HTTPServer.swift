@@ -175,6 +175,8 @@ public final class HTTPServer: Sendable {
         config.completed_handler_cls = retained.toOpaque()
         config.connection_handler = portariaConnectionNotified
         config.connection_handler_cls = retained.toOpaque()
+        config.accept_policy = portariaAcceptPolicy
+        config.accept_policy_cls = retained.toOpaque()
         config.log_sink = portariaLibraryLog
         guard let started = withUnsafePointer(to: &config, { portaria_mhd_start($0) }) else {
             retained.release()

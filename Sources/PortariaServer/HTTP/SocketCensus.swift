@@ -65,6 +65,12 @@ struct SocketCensus: Sendable {
         return nil
     }
 
+    /// Whether one more connection may be accepted: the sockets held, WebSockets included,
+    /// are below the total limit. libmicrohttpd's own `connection_limit` counts only its
+    /// connections, so without this an instance could hold the limit in WebSockets and the
+    /// limit again in HTTP connections, into the descriptors kept for the database.
+    var admitsConnection: Bool { limits.total == 0 || total < limits.total }
+
     /// The socket of connection `id` now belongs to a WebSocket: it stays counted until
     /// `released(address:)`. Returns the address to release it with; nil when the
     /// connection is not tracked (or was handed over already), and then nothing is owed.

@@ -56,37 +56,62 @@ struct SystemRoutes {
 
 /// `/healthz`'s database check, shared by the requests that arrive while it runs: a burst
 /// of probes costs the database one query at a time, not one each, and every answer comes
-/// from a query that was still running when the request arrived.
+/// from a query that was still running when the request arrived. A check that has not
+/// answered within `timeout` (a half-open connection to the database) answers "unhealthy"
+/// to everyone waiting for it, and the next probe starts a fresh one.
 final class SharedCheck: Sendable {
-    private let check: @Sendable () async -> Bool
-    /// Nil while no check runs; else the requests waiting for the running one.
-    private let waiting = Locked<[CheckedContinuation<Bool, Never>]?>(nil)
+    private struct Round {
+        var waiting: [CheckedContinuation<Bool, Never>] = []
+        var number: UInt64
+        var deadline: Task<Void, Never>?
+    }
 
-    init(_ check: @escaping @Sendable () async -> Bool) { self.check = check }
+    private let check: @Sendable () async -> Bool
+    private let timeout: Duration
+    /// Nil while no check runs.
+    private let round = Locked<Round?>(nil)
+    private let rounds = Locked<UInt64>(0)
+
+    init(timeout: Duration = .seconds(5), _ check: @escaping @Sendable () async -> Bool) {
+        self.check = check
+        self.timeout = timeout
+    }
 
     /// Requests waiting for the running check (tests).
-    var waiters: Int { waiting.withLock { $0?.count ?? 0 } }
+    var waiters: Int { round.withLock { $0?.waiting.count ?? 0 } }
 
     func run() async -> Bool {
-        let leads = waiting.withLock { list -> Bool in
-            guard list == nil else { return false }
-            list = []
-            return true
-        }
-        if leads {
-            let answer = await check()
-            for waiter in waiting.withLock({ list in defer { list = nil }; return list ?? [] }) { waiter.resume(returning: answer) }
-            return answer
-        }
-        return await withCheckedContinuation { continuation in
-            let joined = waiting.withLock { list -> Bool in
-                guard list != nil else { return false }
-                list?.append(continuation)
-                return true
+        await withCheckedContinuation { continuation in
+            let started: UInt64? = round.withLock { current in
+                if current != nil {
+                    current?.waiting.append(continuation)
+                    return nil
+                }
+                let number = rounds.withLock { $0 += 1; return $0 }
+                current = Round(waiting: [continuation], number: number)
+                return number
             }
-            // The check ended between the two looks: this request starts the next one.
-            if !joined { Task { continuation.resume(returning: await self.run()) } }
+            guard let started else { return }
+            let deadline = Task { [timeout] in
+                try? await Task.sleep(for: timeout)
+                if !Task.isCancelled { self.answer(started, false) }
+            }
+            round.withLock { if $0?.number == started { $0?.deadline = deadline } }
+            Task { self.answer(started, await self.check()) }
         }
+    }
+
+    /// Ends round `number` with `healthy`, once: the check's answer or the deadline, whichever
+    /// comes first.
+    private func answer(_ number: UInt64, _ healthy: Bool) {
+        let ended = round.withLock { current -> Round? in
+            guard let taken = current, taken.number == number else { return nil }
+            current = nil
+            return taken
+        }
+        guard let ended else { return }
+        ended.deadline?.cancel()
+        for waiter in ended.waiting { waiter.resume(returning: healthy) }
     }
 }
 

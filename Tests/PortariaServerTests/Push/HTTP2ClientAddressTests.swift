@@ -149,6 +149,56 @@ struct HTTP2ClientAddressTests {
         #expect(client.connectionsOpened.current == 2)
     }
 
+    @Test("an address that takes the connection but never answers TLS gives way to the next after the timeout")
+    func silentTLSTimesOut() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
+        defer { server.stop() }
+        // Listening, never accepting: the kernel completes the TCP handshake, nobody speaks TLS.
+        let mute = try LoopbackPort(listening: true)
+        let unanswered = try #require(ResolvedAddress(numeric: "127.0.0.1", port: Int(mute.port)))
+        let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
+        let resolver = ScriptedResolver(["localhost": [unanswered, live]])
+        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: .milliseconds(300), resolver: resolver)
+        defer { client.shutdown() }
+        #expect(try await client.send(request("https://localhost:\(server.port)/3/device/token")).status == 200)
+        #expect(client.connectionsOpened.current == 2)
+    }
+
+    @Test("the walk through a name's addresses goes on after the request that started it gave up, so the next request finds the connection up")
+    func walkOutlivesTheRequest() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
+        defer { server.stop() }
+        let silent = try SilentAddress()
+        try #require(silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
+        let unanswered = try #require(ResolvedAddress(numeric: "127.0.0.1", port: silent.port))
+        let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
+        let resolver = ScriptedResolver(["localhost": [unanswered, live]])
+        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: .milliseconds(500), resolver: resolver)
+        defer { client.shutdown() }
+        let url = "https://localhost:\(server.port)/3/device/token"
+        // Gives up while the first address is still being waited for.
+        await #expect(throws: OutboundHTTPError.self) { try await client.send(request(url, timeout: 0.1)) }
+        #expect(try await client.send(request(url)).status == 200)
+        #expect(client.connectionsOpened.current == 2, "the second request rode the connection the walk opened")
+        #expect(resolver.lookups.current == ["localhost"], "one lookup, one walk")
+    }
+
+    @Test("addresses that failed lately are tried last, the longest-failed first")
+    func failedAddressesGoLast() throws {
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let addresses = try (1...4).map { try #require(ResolvedAddress(numeric: "127.0.0.\($0)", port: 443)) }
+        let now = ContinuousClock.now
+        client.failedAddresses = [addresses[0].description: now, addresses[2].description: now.advanced(by: .seconds(-30)),
+                                  addresses[3].description: now.advanced(by: .seconds(-3600))]
+        #expect(client.inTryingOrder(addresses).map(\.description) == ["127.0.0.2:443", "127.0.0.4:443", "127.0.0.3:443", "127.0.0.1:443"],
+                "a failure an hour old no longer counts; of the recent ones the older goes first")
+    }
+
     @Test("every address refuses, or the name does not resolve: the request fails as a transport error naming why")
     func noAddressWorks() async throws {
         let refusing = try #require(ResolvedAddress(numeric: "127.0.0.1", port: try unusedPort()))

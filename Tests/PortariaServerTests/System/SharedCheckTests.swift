@@ -27,9 +27,8 @@ struct SharedCheckTests {
         let answers = Locked<[Bool]>([])
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<50 { group.addTask { let answer = await check.run(); answers.withLock { $0.append(answer) } } }
-            // Every probe arrives while the first check still waits: one leads it, the
-            // other 49 wait for its answer.
-            _ = await eventually { check.waiters == 49 }
+            // Every probe arrives while the first check still waits, and waits for its answer.
+            #expect(await eventually { check.waiters == 50 }, "the probes did not gather behind the running check")
             gated.open.withLock { $0 = true }
         }
         #expect(answers.current == Array(repeating: true, count: 50))
@@ -44,6 +43,16 @@ struct SharedCheckTests {
         #expect(await check.run())
         gated.healthy.withLock { $0 = false }
         #expect(await check.run() == false, "the database went away: the next probe says so")
+        #expect(gated.runs.current == 2)
+    }
+
+    @Test("a check that does not answer within its timeout answers unhealthy to its waiters, and the next probe starts a fresh one")
+    func stuckCheckTimesOut() async {
+        let gated = GatedCheck()
+        let check = SharedCheck(timeout: .milliseconds(200)) { await gated() }
+        #expect(await check.run() == false, "a check stuck on the database is not an answer")
+        gated.open.withLock { $0 = true }
+        #expect(await check.run(), "the next probe runs its own check")
         #expect(gated.runs.current == 2)
     }
 }

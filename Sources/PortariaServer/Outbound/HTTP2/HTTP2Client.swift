@@ -25,8 +25,8 @@ import Glibc
 /// address the name has, in order, moving on when one refuses or does not answer within
 /// `connectTimeout` — one dead address of a push service does not stop the pushes.
 public final class HTTP2Client: @unchecked Sendable {
-    // Touched only by the loop thread: `connections`, `draining`, `waiting`, `readBuffer`.
-    // Locked: `incoming`, `stopped`.
+    // Touched only by the loop thread: `connections`, `draining`, `waiting`, `readBuffer`,
+    // `resolving`, `failedAddresses`. Locked: `incoming`, `stopped`, `resolved`.
     private let context: TLSContext
     private let wakePipe: WakePipe
     private let maxConcurrentStreams: Int
@@ -38,6 +38,9 @@ public final class HTTP2Client: @unchecked Sendable {
     /// left for the loop (locked).
     private var resolving: Set<Origin> = []
     private let resolved = Locked<[(Origin, Result<[ResolvedAddress], any Error>)]>([])
+    /// When each address last failed to connect: a new connection tries the others first,
+    /// so a dead address costs one connect timeout, not one per connection.
+    var failedAddresses: [String: ContinuousClock.Instant] = [:]
     private let incoming = Locked<[HTTP2Exchange]>([])
     private let stopped = Locked(false)
     private var loopThread = pthread_t()
@@ -51,7 +54,8 @@ public final class HTTP2Client: @unchecked Sendable {
     private var waiting: [Origin: Deque] = [:]
     private var nextExpiryScan = ContinuousClock.now
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
-    /// TCP connections opened so far (tests and benchmarks: proves reuse).
+    /// Connections started so far, one per address tried (tests and benchmarks: proves
+    /// reuse).
     public let connectionsOpened = Locked(0)
     /// The most streams one connection has had open at once (tests: the limit held).
     public let peakStreams = Locked(0)
@@ -214,6 +218,7 @@ public final class HTTP2Client: @unchecked Sendable {
                 return connectFailed(connection, "connect to \(connection.origin.authority) at \(connection.address): \(String(cString: strerror(error)))")
             }
             connection.state = .handshaking
+            connection.stepStartedAt = .now
             handshake(connection)
         case .handshaking:
             handshake(connection)
@@ -277,24 +282,28 @@ public final class HTTP2Client: @unchecked Sendable {
         let resolver = resolver
         let resolved = resolved
         let wakePipe = wakePipe
-        DispatchQueue.global().async {
+        // A thread of its own: `getaddrinfo` may block for tens of seconds, and a lookup
+        // happens once per connection, so there are never many at once (one per origin).
+        Thread {
             let answer = Result { try resolver.addresses(host: origin.host, port: origin.port) }
             resolved.withLock { $0.append((origin, answer)) }
             wakePipe.wake()
-        }
+        }.start()
     }
 
     /// Opens `origin`'s connection on the first of `addresses` that takes a connect, or
     /// fails what waits for it when none does (or the lookup failed).
+    /// - Parameter walking: the next addresses after one that failed; they are tried even
+    ///   when nothing waits any more, so the connection is up for the next request.
     private func open(_ origin: Origin, _ answer: Result<[ResolvedAddress], any Error>,
-                      after previous: String? = nil) {
-        guard waiting[origin] != nil, connections[origin] == nil else { return }
+                      after previous: String? = nil, walking: Bool = false) {
+        guard walking || waiting[origin] != nil, connections[origin] == nil else { return }
         var lastError: any Error = OutboundHTTPError.transport(previous ?? "\(origin.host) has no address")
         switch answer {
         case .failure(let error):
             lastError = error
         case .success(let addresses):
-            var untried = addresses[...]
+            var untried = walking ? addresses[...] : inTryingOrder(addresses)[...]
             while let address = untried.popFirst() {
                 do {
                     let opened = try HTTP2Connection(origin: origin, address: address, untried: untried, context: context)
@@ -310,9 +319,22 @@ public final class HTTP2Client: @unchecked Sendable {
         waiting[origin] = nil
     }
 
+    /// Addresses that have not failed lately first, in the resolver's order; then those
+    /// that have, the longest ago first.
+    func inTryingOrder(_ addresses: [ResolvedAddress]) -> [ResolvedAddress] {
+        let lately = ContinuousClock.now.advanced(by: .seconds(-600))
+        let failedAt = addresses.map { failedAddresses[$0.description].flatMap { $0 > lately ? $0 : nil } }
+        let fresh = zip(addresses, failedAt).filter { $0.1 == nil }.map(\.0)
+        let failed = zip(addresses, failedAt).compactMap { pair in pair.1.map { (pair.0, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
+        return fresh + failed
+    }
+
     /// The connect to one address failed or timed out: the next address, if the name has
     /// one, else everything waiting for the origin fails.
     private func connectFailed(_ connection: HTTP2Connection, _ reason: String) {
+        let now = ContinuousClock.now
+        if failedAddresses.count >= 1024 { failedAddresses = failedAddresses.filter { $0.value.duration(to: now) < .seconds(600) } }
+        failedAddresses[connection.address.description] = now
         guard !connection.untried.isEmpty, connections[connection.origin] === connection else {
             return unreachable(connection, reason)
         }
@@ -320,7 +342,7 @@ public final class HTTP2Client: @unchecked Sendable {
             "origin": .string(connection.origin.authority), "address": .string(connection.address.description),
             "error": .string(reason)])
         retire(connection)
-        open(connection.origin, .success(Array(connection.untried)), after: reason)
+        open(connection.origin, .success(Array(connection.untried)), after: reason, walking: true)
     }
 
     /// Requests a connection handed back (refused, or never sent) wait again, first in
@@ -392,9 +414,13 @@ public final class HTTP2Client: @unchecked Sendable {
             }
             if waiting[origin]?.isEmpty == true { waiting[origin] = nil }
         }
-        for connection in Array(connections.values) where connection.state == .connecting {
-            if connection.connectStartedAt.duration(to: now) >= connectTimeout {
-                connectFailed(connection, "connect to \(connection.origin.authority) at \(connection.address): no answer in \(connectTimeout)")
+        // A connect, and then a TLS handshake, each get `connectTimeout`: a peer that takes
+        // the TCP connection but never finishes TLS (a balancer without a backend) would
+        // otherwise hold the origin's one connection slot for ever.
+        for connection in Array(connections.values) where connection.state == .connecting || connection.state == .handshaking {
+            let step = connection.state == .connecting ? "connect" : "TLS handshake"
+            if connection.stepStartedAt.duration(to: now) >= connectTimeout {
+                connectFailed(connection, "\(step) with \(connection.origin.authority) at \(connection.address): no answer in \(connectTimeout)")
             }
         }
         for connection in Array(connections.values) + draining {

@@ -103,7 +103,8 @@ final class HTTP2Connection {
     /// fails or takes longer than the client's connect timeout.
     let address: ResolvedAddress
     let untried: ArraySlice<ResolvedAddress>
-    let connectStartedAt = ContinuousClock.now
+    /// When the connect, or once connected the TLS handshake, began.
+    var stepStartedAt = ContinuousClock.now
 
     init(origin: Origin, address: ResolvedAddress, untried: ArraySlice<ResolvedAddress>, context: TLSContext) throws {
         self.origin = origin
