@@ -51,6 +51,16 @@ struct PushResponseTests {
         #expect(RetryAfter.parse(value, now: now) == seconds)
     }
 
+    @Test("an HTTP date is an IMF-fixdate in GMT naming a day that exists",
+          arguments: [("Sun, 06 Nov 1994 08:49:37 GMT", 784_111_777.0 as TimeInterval?), ("Thu, 29 Feb 2024 00:00:00 GMT", 1_709_164_800),
+                      ("Thu, 01 Jan 1970 00:00:00 GMT", 0), ("Fri, 31 Dec 9999 23:59:60 GMT", 253_402_300_799),
+                      ("Wed, 29 Feb 2023 00:00:00 GMT", nil), ("Wed, 02 Dec 2026 12:00:00 PST", nil), ("Wed,  2 Dec 2026 12:00:00 GMT", nil),
+                      ("Wed, 02 Dec 2026 24:00:00 GMT", nil), ("Xyz, 02 Dec 2026 12:00:00 GMT", nil), ("Wed, 02 Dec 2026 12:00:00 GMT ", 1_796_212_800),
+                      ("Wednesday, 02-Dec-26 12:00:00 GMT", nil), ("Wed, 02 Dec 2026 12:0a:00 GMT", nil)])
+    func httpDate(value: String, epoch: TimeInterval?) {
+        #expect(RetryAfterHeader.seconds(value, now: Date(timeIntervalSince1970: 0)) == epoch)
+    }
+
     @Test("a 503 with Retry-After: inf is a retry with no delay of its own, and its description does not trap")
     func retryAfterInfinite() {
         for result in [APNsProvider.interpret(status: 503, headers: ["retry-after": "inf"], body: []),
