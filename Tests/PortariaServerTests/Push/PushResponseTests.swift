@@ -98,6 +98,11 @@ struct PushResponseTests {
         #expect(grant(#"{"access_token":"=="}"#) == nil)
         #expect(grant(#"{"access_token":"a=b"}"#) == nil)
         #expect(grant(#"{"access_token":"ya29.x"}"#, status: 201) == nil)
+        if case .failure(let error) = FCMResponse.grant(status: 200, body: bytes(#"{"access_token":"a b"}"#)) {
+            #expect(error.description.contains("not a bearer token"))
+        } else {
+            Issue.record("a token with a space was granted")
+        }
         let refused = FCMResponse.grant(status: 400, body: bytes(#"{"error":"\#(String(repeating: "x", count: 5000))"}"#))
         guard case .failure(let error) = refused else { Issue.record("a 400 granted a token"); return }
         #expect(error.description.utf8.count < 400)

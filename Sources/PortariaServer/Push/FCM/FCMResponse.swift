@@ -72,9 +72,12 @@ enum FCMResponse {
     /// `expires_in` is clamped to 0…`lifetimeLimit`. Otherwise the error to report.
     static func grant(status: Int, body: [UInt8]) -> Result<Grant, OutboundHTTPError> {
         let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))
-        guard status == 200, let token = json?["access_token"]?.stringValue, isBearerToken(token) else {
+        guard status == 200, let token = json?["access_token"]?.stringValue else {
             let error = json?["error"]?.stringValue.map(PushResult.providerText) ?? "HTTP \(status)"
             return .failure(.transport("FCM OAuth token request refused: \(error)"))
+        }
+        guard isBearerToken(token) else {
+            return .failure(.transport("FCM OAuth token endpoint answered an access_token that is not a bearer token (\(token.utf8.count) bytes)"))
         }
         var lifetime = defaultLifetime
         if case .number(let seconds)? = json?["expires_in"] { lifetime = seconds.isNaN ? 0 : min(max(0, seconds), lifetimeLimit) }
