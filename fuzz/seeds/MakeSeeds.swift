@@ -88,6 +88,47 @@ struct MakeSeeds {
         try write("realtime-message", "call.txt", ["\u{0}" + offer, "\u{1}" + answer, "\u{0}" + ice, "\u{1}" + ice, "\u{1}" + hangup].joined(separator: "\n"))
         try write("realtime-message", "ping-and-unknown.txt", "\u{0}{\"type\":\"ping\"}\n\u{2}{\"type\":\"subscribe\"}\n\u{3}" + offer)
         try write("realtime-message", "reconnect.txt", ["\u{80}" + offer, "\u{41}" + answer, "\u{0}" + hangup].joined(separator: "\n"))
+        // push-response: byte 0 picks the reader (0 APNs, 1 FCM, 2 Web Push, 3 FCM OAuth) and,
+        // above bit 1, the DATA chunk size; byte 1 the body limit, 16 × (byte + 1); then the
+        // :status line, `name:value` header lines, an empty line and the body
+        // (fuzz/targets/PushResponseTarget.swift). Bodies as Apple and Google send them.
+        func reply(_ reader: UInt8, _ status: String, _ headers: [String], _ body: String, chunk: UInt8 = 63, limit: UInt8 = 255) -> [UInt8] {
+            [reader | chunk << 2, limit] + Array(([status] + headers + ["", body]).joined(separator: "\n").utf8)
+        }
+        let apnsID = "apns-id:7c5f9a1e-2b3d-4e6f-8a9b-0c1d2e3f4a5b"
+        try write("push-response", "apns-200.txt", reply(0, "200", [apnsID], ""))
+        try write("push-response", "apns-410-unregistered.txt",
+                  reply(0, "410", [apnsID, "content-type:application/json"], #"{"reason":"Unregistered","timestamp":1764680000000}"#))
+        try write("push-response", "apns-400-bad-device-token.txt", reply(0, "400", [apnsID], #"{"reason":"BadDeviceToken"}"#))
+        try write("push-response", "apns-403-expired-provider-token.txt", reply(0, "403", [apnsID], #"{"reason":"ExpiredProviderToken"}"#))
+        try write("push-response", "apns-403-invalid-provider-token.txt", reply(0, "403", [apnsID], #"{"reason":"InvalidProviderToken"}"#))
+        try write("push-response", "apns-429-retry-after.txt", reply(0, "429", [apnsID, "retry-after:120"], #"{"reason":"TooManyRequests"}"#))
+        try write("push-response", "apns-503-http-date.txt",
+                  reply(0, "503", ["retry-after:Wed, 02 Dec 2026 12:00:00 GMT"], #"{"reason":"ServiceUnavailable"}"#))
+        try write("push-response", "apns-500-bad-device-token.txt", reply(0, "500", [], #"{"reason":"BadDeviceToken"}"#))
+        try write("push-response", "apns-410-huge-timestamp.txt", reply(0, "410", [], #"{"reason":"Unregistered","timestamp":1e300}"#))
+        try write("push-response", "apns-body-over-limit.txt",
+                  reply(0, "400", [], #"{"reason":""# + String(repeating: "x", count: 80) + #""}"#, chunk: 7, limit: 3))
+        try write("push-response", "fcm-200.txt", reply(1, "200", [], #"{"name":"projects/portaria-demo/messages/0:1764680000000000%31bd1c9631bd1c96"}"#))
+        func fcmError(_ code: Int, _ status: String, _ errorCode: String) -> String {
+            #"{"error":{"code":\#(code),"message":"Requested entity was not found.","status":"\#(status)","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#(errorCode)"}]}}"#
+        }
+        try write("push-response", "fcm-404-unregistered.txt", reply(1, "404", [], fcmError(404, "NOT_FOUND", "UNREGISTERED")))
+        try write("push-response", "fcm-400-invalid-argument.txt", reply(1, "400", [], fcmError(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT")))
+        try write("push-response", "fcm-429-quota.txt", reply(1, "429", ["retry-after:30"], fcmError(429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED")))
+        try write("push-response", "fcm-503-unavailable.txt", reply(1, "503", ["retry-after:inf"], fcmError(503, "UNAVAILABLE", "UNAVAILABLE")))
+        try write("push-response", "fcm-401-unauthenticated.txt",
+                  reply(1, "401", [], #"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#))
+        try write("push-response", "webpush-201.txt", reply(2, "201", ["location:https://fcm.googleapis.com/fcm/send/abc"], ""))
+        try write("push-response", "webpush-410.txt", reply(2, "410", [], "push subscription has unsubscribed or expired.\n"))
+        try write("push-response", "webpush-413.txt", reply(2, "413", [], ""))
+        try write("push-response", "webpush-429.txt", reply(2, "429", ["retry-after:99999999999999999999"], ""))
+        try write("push-response", "oauth-grant.txt",
+                  reply(3, "200", ["content-type:application/json; charset=utf-8"],
+                         #"{"access_token":"ya29.c.b0Aaekm1KexampleTOKEN-_~+/","expires_in":3599,"token_type":"Bearer"}"#))
+        try write("push-response", "oauth-negative-lifetime.txt", reply(3, "200", [], #"{"access_token":"ya29.x","expires_in":-5}"#))
+        try write("push-response", "oauth-invalid-grant.txt",
+                  reply(3, "400", [], #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#))
         print("make-seeds: wrote \(written) seeds under \(root)")
     }
 }

@@ -2,31 +2,6 @@ import CCurl
 import Foundation
 import PortariaCore
 
-public struct OutboundRequest: Sendable {
-    public var method: String
-    public var url: String
-    public var headers: [(String, String)] = []
-    public var body: [UInt8] = []
-    public var timeout: TimeInterval = 10
-}
-
-public struct OutboundResponse: Sendable {
-    public var status: Int
-    public var headers: [String: String]
-    public var body: [UInt8]
-}
-
-public enum OutboundHTTPError: Error, Sendable, CustomStringConvertible {
-    case transport(String)
-    case status(Int)
-    public var description: String {
-        switch self {
-        case .transport(let detail): return "transport error: \(detail)"
-        case .status(let code): return "unexpected HTTP status \(code)"
-        }
-    }
-}
-
 /// Outbound HTTP(S) on libcurl (webhooks, OAuth token requests). Blocking transfers run
 /// on a dedicated queue. `caFile` adds a CA bundle (tests use a local CA).
 public final class OutboundHTTPClient: Sendable {

@@ -140,40 +140,6 @@ extension OutgoingPush {
     static func name(_ text: String) -> String { String(text.prefix(200)) }
 }
 
-/// A provider's answer, reduced to what the outbox must do next.
-public struct PushResult: Sendable, Equatable, CustomStringConvertible {
-    public enum Outcome: String, Sendable {
-        /// The provider took it. Delivery is proven only by the app's receipt.
-        case accepted
-        /// The token is dead for good (Unregistered, BadDeviceToken, UNREGISTERED, …): deactivate it.
-        case tokenInvalid = "token_invalid"
-        /// Worth trying again later (429, 5xx, connection lost).
-        case retry
-        /// Refused for a reason retrying will not fix (payload, configuration).
-        case failed
-    }
-
-    public var outcome: Outcome
-    public var httpStatus: Int?
-    /// The provider's reason string (`Unregistered`, `QUOTA_EXCEEDED`, …) or a transport error.
-    public var reason: String?
-    /// The soonest the provider wants to hear from us again.
-    public var retryAfter: TimeInterval?
-    /// `apns-id` or the FCM message name.
-    public var providerID: String?
-    /// Extra detail for the log and the admin panel (e.g. APNs' `timestamp` of an Unregistered token).
-    public var detail: String?
-
-    public var description: String {
-        var text = outcome.rawValue
-        if let httpStatus { text += " \(httpStatus)" }
-        if let reason { text += " \(reason)" }
-        if let detail { text += " (\(detail))" }
-        if let retryAfter { text += " retry after \(Int(retryAfter)) s" }
-        return text
-    }
-}
-
 /// A push service (APNs, FCM, or the log). Implementations never throw: every failure is
 /// a `PushResult` the outbox knows how to handle.
 public protocol PushProvider: Sendable {

@@ -17,14 +17,10 @@ final class HTTP2Exchange {
     /// it is never sent again (no duplicate push).
     var headersSent = false
     var bodyOffset = 0
-    var status = 0
     /// The peer ended its side of the stream: the answer is whole, whatever reset follows.
     var responseComplete = false
-    var headers: [String: String] = [:]
-    var body: [UInt8] = []
-
-    /// A response body larger than this resets the stream: provider answers are small JSON.
-    static let bodyLimit = 1 << 20
+    /// What has arrived of the answer.
+    var response = HTTP2ResponseParts()
 
     init(request: OutboundRequest, origin: Origin, path: String, deadline: ContinuousClock.Instant,
          completion: @escaping (Result<OutboundResponse, any Error>) -> Void) {
@@ -277,26 +273,19 @@ final class HTTP2Connection {
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             let connection = Unmanaged<HTTP2Connection>.fromOpaque(userData!).takeUnretainedValue()
             guard let frame, let exchange = connection.streams[frame.pointee.hd.stream_id] else { return 0 }
-            let name = UnsafeBufferPointer(start: name, count: nameLength)
-            let value = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-            if name.elementsEqual(":status".utf8) {
-                exchange.status = Int(value) ?? 0
-            } else if name.first != UInt8(ascii: ":") {
-                // HTTP/2 field names are lowercase on the wire (nghttp2 rejects others).
-                exchange.headers[String(decoding: name, as: UTF8.self)] = value
-            }
+            exchange.response.header(name: UnsafeBufferPointer(start: name, count: nameLength),
+                                     value: UnsafeBufferPointer(start: value, count: valueLength))
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { session, _, streamID, data, length, userData in
             let connection = Unmanaged<HTTP2Connection>.fromOpaque(userData!).takeUnretainedValue()
             guard let exchange = connection.streams[streamID], let data else { return 0 }
-            guard exchange.body.count <= HTTP2Exchange.bodyLimit - length else {
+            guard exchange.response.append(UnsafeBufferPointer(start: data, count: length)) else {
                 connection.streams[streamID] = nil
-                exchange.finish(.failure(OutboundHTTPError.transport("response body over \(HTTP2Exchange.bodyLimit) bytes")))
+                exchange.finish(.failure(OutboundHTTPError.transport("response body over \(exchange.response.bodyLimit) bytes")))
                 nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, UInt32(NGHTTP2_CANCEL.rawValue))
                 return 0
             }
-            exchange.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
@@ -340,13 +329,11 @@ final class HTTP2Connection {
     private func streamClosed(_ exchange: HTTP2Exchange, errorCode: UInt32) {
         // A peer may answer before the request body is all sent and then reset the rest
         // (RFC 9113 §8.1): the answer counts.
-        if exchange.status != 0, errorCode == NGHTTP2_NO_ERROR.rawValue || exchange.responseComplete {
-            exchange.finish(.success(OutboundResponse(status: exchange.status, headers: exchange.headers, body: exchange.body)))
+        if exchange.response.status != 0, errorCode == NGHTTP2_NO_ERROR.rawValue || exchange.responseComplete {
+            exchange.finish(.success(exchange.response.response))
         } else if !exchange.headersSent || errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
-            exchange.status = 0
+            exchange.response = HTTP2ResponseParts()
             exchange.responseComplete = false
-            exchange.headers = [:]
-            exchange.body = []
             exchange.bodyOffset = 0
             exchange.headersSent = false
             retryable.append(exchange)

@@ -224,7 +224,7 @@ public final class APNsProvider: PushProvider {
     }
 
     /// APNs' answers that refuse the provider token, not the push: a new token may pass.
-    static let providerTokenRefused: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken"]
+    static let providerTokenRefused = APNsResponse.providerTokenRefused
 
     public func send(_ push: OutgoingPush) async -> PushResult { await start(push).result() }
 
@@ -298,47 +298,9 @@ public final class APNsProvider: PushProvider {
         return request
     }
 
-    /// Apple's response table ("Handling notification responses from APNs").
+    /// Apple's response table: `APNsResponse.interpret`.
     public static func interpret(status: Int, headers: [String: String], body: [UInt8]) -> PushResult {
-        let apnsID = headers["apns-id"]
-        if status == 200 { return PushResult(outcome: .accepted, httpStatus: 200, providerID: apnsID) }
-        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))
-        let reason = json?["reason"]?.stringValue ?? "HTTP \(status)"
-        var detail: String?
-        if case .number(let ms)? = json?["timestamp"] {
-            // For 410: the last time APNs confirmed the token was no longer valid.
-            detail = "token invalid since \(Timestamp.format(Date(timeIntervalSince1970: ms / 1000)))"
-        }
-        let retryAfter = headers["retry-after"].flatMap(RetryAfter.parse)
-        switch (status, reason) {
-        case (410, _), (_, "Unregistered"), (_, "ExpiredToken"), (_, "BadDeviceToken"), (_, "DeviceTokenNotForTopic"):
-            return PushResult(outcome: .tokenInvalid, httpStatus: status, reason: reason, providerID: apnsID, detail: detail)
-        case (_, "ExpiredProviderToken"):
-            return PushResult(outcome: .retry, httpStatus: status, reason: reason, providerID: apnsID)
-        case (429, _), (_, "TooManyRequests"), (_, "TooManyProviderTokenUpdates"), (_, "IdleTimeout"),
-             (_, "InternalServerError"), (_, "ServiceUnavailable"), (_, "Shutdown"), (500...599, _):
-            return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, providerID: apnsID)
-        default:
-            // BadCollapseId, BadExpirationDate, BadMessageId, BadPriority, BadTopic, DuplicateHeaders,
-            // InvalidPushType, MissingDeviceToken, MissingTopic, PayloadEmpty, TopicDisallowed,
-            // BadCertificate*, Forbidden, InvalidProviderToken, MissingProviderToken, BadPath,
-            // MethodNotAllowed, PayloadTooLarge, …: our request or configuration is wrong, and
-            // sending it again will not change the answer.
-            return PushResult(outcome: .failed, httpStatus: status, reason: reason, providerID: apnsID, detail: detail)
-        }
-    }
-}
-
-/// `Retry-After`: delay-seconds or an HTTP date.
-enum RetryAfter {
-    static func parse(_ value: String) -> TimeInterval? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Double(trimmed) { return max(0, seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: trimmed).map { max(0, $0.timeIntervalSinceNow) }
+        APNsResponse.interpret(status: status, headers: headers, body: body)
     }
 }
 

@@ -82,14 +82,8 @@ actor FCMAccessTokens {
         let response = try await client.send(OutboundRequest(method: "POST", url: account.tokenURI,
                                                              headers: [("content-type", "application/x-www-form-urlencoded")],
                                                              body: Array(form.utf8), timeout: 10))
-        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
-        guard response.status == 200, let token = json?["access_token"]?.stringValue else {
-            let error = json?["error"]?.stringValue ?? "HTTP \(response.status)"
-            throw OutboundHTTPError.transport("FCM OAuth token request refused: \(error)")
-        }
-        var lifetime: TimeInterval = 3600
-        if case .number(let seconds)? = json?["expires_in"] { lifetime = seconds }
-        return (token, issued.addingTimeInterval(lifetime))
+        let grant = try FCMResponse.grant(status: response.status, body: response.body).get()
+        return (grant.token, issued.addingTimeInterval(grant.lifetime))
     }
 
     private func formEncode(_ text: String) -> String {
@@ -110,7 +104,7 @@ public final class FCMProvider: PushProvider {
     /// FCM's limit on a message's data payload.
     public static let dataLimit = 4096
     /// Google asks for at least a minute's pause after QUOTA_EXCEEDED.
-    public static let quotaBackoff: TimeInterval = 60
+    public static let quotaBackoff = FCMResponse.quotaBackoff
 
     public init(serviceAccountFile: String, endpoint: String = "https://fcm.googleapis.com", caFile: String? = nil,
                 log: Log = .shared, now: @escaping @Sendable () -> Date = { Date() }) throws {
@@ -184,43 +178,16 @@ public final class FCMProvider: PushProvider {
         } catch {
             return PushResult(outcome: .retry, reason: "transport", detail: "\(error)")
         }
-        if response.status == 401, !reauthorized {
-            let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
-            if json?["error"]?["status"]?.stringValue == "UNAUTHENTICATED" {
-                // Our access token was revoked or expired early: fetch a new one, once.
-                await tokens.invalidate(accessToken)
-                return await exchange(payload, reauthorized: true)
-            }
+        if !reauthorized, FCMResponse.unauthenticated(status: response.status, body: response.body) {
+            // Our access token was revoked or expired early: fetch a new one, once.
+            await tokens.invalidate(accessToken)
+            return await exchange(payload, reauthorized: true)
         }
         return Self.interpret(status: response.status, headers: response.headers, body: response.body)
     }
 
-    /// FCM v1 errors: the specific code is in `error.details[].errorCode`
-    /// (`type.googleapis.com/google.firebase.fcm.v1.FcmError`), the generic one in `error.status`.
+    /// FCM v1's error table: `FCMResponse.interpret`.
     public static func interpret(status: Int, headers: [String: String], body: [UInt8]) -> PushResult {
-        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))
-        if status == 200 { return PushResult(outcome: .accepted, httpStatus: 200, providerID: json?["name"]?.stringValue) }
-        var code = json?["error"]?["status"]?.stringValue
-        if case .array(let details)? = json?["error"]?["details"] {
-            for detail in details { if let specific = detail["errorCode"]?.stringValue { code = specific; break } }
-        }
-        let reason = code ?? "HTTP \(status)"
-        let message = json?["error"]?["message"]?.stringValue
-        var retryAfter = headers["retry-after"].flatMap(RetryAfter.parse)
-        switch reason {
-        case "UNREGISTERED", "INVALID_ARGUMENT", "SENDER_ID_MISMATCH":
-            return PushResult(outcome: .tokenInvalid, httpStatus: status, reason: reason, detail: message)
-        case "QUOTA_EXCEEDED":
-            retryAfter = max(retryAfter ?? 0, quotaBackoff)
-            return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, detail: message)
-        case "UNAVAILABLE", "INTERNAL":
-            return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, detail: message)
-        default:
-            if status == 429 || status >= 500 {
-                return PushResult(outcome: .retry, httpStatus: status, reason: reason, retryAfter: retryAfter, detail: message)
-            }
-            // THIRD_PARTY_AUTH_ERROR (APNs credentials in Firebase), PERMISSION_DENIED, …: configuration.
-            return PushResult(outcome: .failed, httpStatus: status, reason: reason, detail: message)
-        }
+        FCMResponse.interpret(status: status, headers: headers, body: body)
     }
 }

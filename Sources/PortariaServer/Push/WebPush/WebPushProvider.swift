@@ -143,22 +143,8 @@ public final class WebPushProvider: PushProvider {
         return Self.interpret(status: response.status, headers: response.headers, body: response.body)
     }
 
-    /// RFC 8030 §5/§7 answers: 201 created; 404/410 the subscription is gone; 413 too big;
-    /// 429 and 5xx later; 400/401/403 our request or VAPID is wrong.
+    /// RFC 8030's answers: `WebPushResponse.interpret`.
     public static func interpret(status: Int, headers: [String: String], body: [UInt8]) -> PushResult {
-        let detail = body.isEmpty ? nil : String(decoding: body.prefix(300), as: UTF8.self)
-        switch status {
-        case 200...202:
-            return PushResult(outcome: .accepted, httpStatus: status, providerID: headers["location"])
-        case 404, 410:
-            return PushResult(outcome: .tokenInvalid, httpStatus: status, reason: status == 410 ? "Gone" : "NotFound", detail: detail)
-        case 413:
-            return PushResult(outcome: .failed, httpStatus: status, reason: "PAYLOAD_TOO_LARGE", detail: detail)
-        case 429, 500...599:
-            return PushResult(outcome: .retry, httpStatus: status, reason: "HTTP \(status)",
-                              retryAfter: headers["retry-after"].flatMap(RetryAfter.parse), detail: detail)
-        default:
-            return PushResult(outcome: .failed, httpStatus: status, reason: "HTTP \(status)", detail: detail)
-        }
+        WebPushResponse.interpret(status: status, headers: headers, body: body)
     }
 }
