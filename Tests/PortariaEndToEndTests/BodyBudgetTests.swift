@@ -160,19 +160,6 @@ struct BodyBudgetTests {
         let head = "GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: \(WebSocketHandshake.makeKey())\r\n"
             + "Authorization: Bearer \(session.token)\r\nX-Company-Id: \(session.companyID)\r\n\r\n"
-        var answer: (connection: RawConnection, response: RawResponse)?
-        let answered = try await eventually(within: .seconds(30), every: .milliseconds(20)) {
-            let connection = try await server.connect(from: source)
-            try? connection.send(head)
-            let response = try? await offload { try connection.readResponse(timeout: .seconds(10), skipInterim: false) }
-            guard let response, accept(response.status) else {
-                connection.close()
-                return false
-            }
-            answer = (connection, response)
-            return true
-        }
-        guard answered, let answer else { throw HarnessError("no realtime handshake from \(source) was answered as expected") }
-        return answer
+        return try await RawConnection.firstAnswer(port: server.port, from: source, sending: head, until: accept)
     }
 }

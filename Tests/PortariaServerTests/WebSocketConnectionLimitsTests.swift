@@ -81,20 +81,7 @@ struct WebSocketConnectionLimitsTests {
     /// still count an upgraded connection until the connection has been handed back.
     static func handshake(port: UInt16, from source: String,
                           until accept: @escaping @Sendable (Int) -> Bool = { _ in true }) async throws -> (connection: RawConnection, response: RawResponse) {
-        var answer: (connection: RawConnection, response: RawResponse)?
-        let answered = try await eventually(within: .seconds(30), every: .milliseconds(20)) {
-            let connection = try RawConnection(port: port, from: source)
-            try? connection.send(RawSocket.upgradeRequest(path: "/ws/echo"))
-            let response = try? await offload { try connection.readResponse(timeout: .seconds(10), skipInterim: false) }
-            guard let response, accept(response.status) else {
-                connection.close()
-                return false
-            }
-            answer = (connection, response)
-            return true
-        }
-        guard answered, let answer else { throw HarnessError("no handshake from \(source) was answered as expected") }
-        return answer
+        return try await RawConnection.firstAnswer(port: port, from: source, sending: RawSocket.upgradeRequest(path: "/ws/echo"), until: accept)
     }
 }
 #endif

@@ -281,3 +281,28 @@ package final class RawConnection: @unchecked Sendable {
     }
 }
 
+extension RawConnection {
+    /// Sends `request` on a fresh connection from `source` and reads the answer (a 101 is
+    /// returned, not skipped), again on another connection until the status satisfies
+    /// `accept` — also when the server closes a connection unanswered (at a connection
+    /// limit). Throws when no answer is accepted within `timeout`.
+    package static func firstAnswer(port: UInt16, from source: String, sending request: String,
+                                    within timeout: Duration = .seconds(30),
+                                    until accept: @escaping @Sendable (Int) -> Bool = { _ in true })
+        async throws -> (connection: RawConnection, response: RawResponse) {
+        var answer: (connection: RawConnection, response: RawResponse)?
+        let answered = try await eventually(within: timeout, every: .milliseconds(20)) {
+            let connection = try RawConnection(port: port, from: source)
+            try? connection.send(request)
+            let response = try? await offload { try connection.readResponse(timeout: .seconds(10), skipInterim: false) }
+            guard let response, accept(response.status) else {
+                connection.close()
+                return false
+            }
+            answer = (connection, response)
+            return true
+        }
+        guard answered, let answer else { throw HarnessError("no answer to a request from \(source) was accepted") }
+        return answer
+    }
+}

@@ -49,7 +49,8 @@ struct APNsTests {
             #expect(headers["apns-push-type"]?.stringValue == "voip")
             #expect(headers["apns-topic"]?.stringValue == APNsFixture.bundle + ".voip")
             #expect(headers["apns-priority"]?.stringValue == "10")
-            #expect(headers["apns-expiration"]?.stringValue == String(Int(deadline.timeIntervalSince1970)))
+            // The deadline as the outbox stored it (whole milliseconds), then floored to seconds.
+            #expect(headers["apns-expiration"]?.stringValue == String(Int(SQLValue.storedPrecision(deadline).timeIntervalSince1970)))
             #expect(headers["apns-id"]?.stringValue == pushID)
             #expect(record["jwt_header"]?["kid"]?.stringValue == APNsFixture.keyID)
             #expect(record["jwt_header"]?["alg"]?.stringValue == "ES256")

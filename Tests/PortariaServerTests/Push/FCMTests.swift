@@ -59,7 +59,7 @@ struct FCMTests {
             #expect(message["token"]?.stringValue == token)
             #expect(message["android"]?["priority"]?.stringValue == "HIGH")
             let ttl = message["android"]?["ttl"]?.stringValue ?? ""
-            #expect(ttl.hasSuffix("s") && (Int(ttl.dropLast()) ?? 0) > 10 && (Int(ttl.dropLast()) ?? 99) <= 20)
+            #expect(ttl.hasSuffix("s") && (Int(ttl.dropLast()) ?? 0) > 0 && (Int(ttl.dropLast()) ?? 99) <= 20)
             #expect(message["data"]?["type"]?.stringValue == "visit.ring")
             #expect(message["data"]?["unit_label"]?.stringValue == "A-101")
             #expect(message["data"]?["geofence_status"]?.stringValue == "at_entrance")

@@ -115,76 +115,63 @@ struct HTTP2ClientAddressTests {
         #expect(try await slow.value.status == 200, "the held origin's request goes out once its name resolves")
     }
 
-    @Test("the first address refuses the connect: the next address of the name is tried and the request answered")
-    func refusedAddressFallsThrough() async throws {
+    /// A client whose resolver gives `localhost` the port `first` on 127.0.0.1, then a live
+    /// nghttpd's; the test runs `body` with it.
+    static func withFirstAddress(port first: Int, connectTimeout: Duration = .seconds(5),
+                                 _ body: (HTTP2Client, _ url: String, ScriptedResolver) async throws -> Void) async throws {
         let pki = try await TestPKI.make()
         defer { pki.remove() }
         let (server, _) = try await HTTP2ClientTests.sink(pki, [])
         defer { server.stop() }
-        let refusing = try #require(ResolvedAddress(numeric: "127.0.0.1", port: try unusedPort()))
+        let firstAddress = try #require(ResolvedAddress(numeric: "127.0.0.1", port: first))
         let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
-        let resolver = ScriptedResolver(["localhost": [refusing, live]])
-        let client = try HTTP2Client(caFile: pki.caFile, resolver: resolver)
+        let resolver = ScriptedResolver(["localhost": [firstAddress, live]])
+        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: connectTimeout, resolver: resolver)
         defer { client.shutdown() }
-        #expect(try await client.send(request("https://localhost:\(server.port)/3/device/token")).status == 200)
-        #expect(client.connectionsOpened.current == 2, "one connect per address")
+        try await body(client, "https://localhost:\(server.port)/3/device/token", resolver)
+    }
+
+    @Test("the first address refuses the connect: the next address of the name is tried and the request answered")
+    func refusedAddressFallsThrough() async throws {
+        try await Self.withFirstAddress(port: try unusedPort()) { client, url, _ async throws in
+            #expect(try await client.send(request(url)).status == 200)
+            #expect(client.connectionsOpened.current == 2, "one connect per address")
+        }
     }
 
     @Test("the first address never answers the connect: after the connect timeout the next one is tried and the request answered")
     func silentAddressTimesOut() async throws {
-        let pki = try await TestPKI.make()
-        defer { pki.remove() }
-        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
-        defer { server.stop() }
         let silent = try SilentAddress()
         try #require(silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
-        let unanswered = try #require(ResolvedAddress(numeric: "127.0.0.1", port: silent.port))
-        let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
-        let resolver = ScriptedResolver(["localhost": [unanswered, live]])
         // The request's own timeout (30 s) is far above the connect timeout: only moving
         // on to the next address can answer it.
-        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: .milliseconds(300), resolver: resolver)
-        defer { client.shutdown() }
-        #expect(try await client.send(request("https://localhost:\(server.port)/3/device/token")).status == 200)
-        #expect(client.connectionsOpened.current == 2)
+        try await Self.withFirstAddress(port: silent.port, connectTimeout: .milliseconds(300)) { client, url, _ async throws in
+            #expect(try await client.send(request(url)).status == 200)
+            #expect(client.connectionsOpened.current == 2)
+        }
     }
 
     @Test("an address that takes the connection but never answers TLS gives way to the next after the timeout")
     func silentTLSTimesOut() async throws {
-        let pki = try await TestPKI.make()
-        defer { pki.remove() }
-        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
-        defer { server.stop() }
         // Listening, never accepting: the kernel completes the TCP handshake, nobody speaks TLS.
         let mute = try LoopbackPort(listening: true)
-        let unanswered = try #require(ResolvedAddress(numeric: "127.0.0.1", port: Int(mute.port)))
-        let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
-        let resolver = ScriptedResolver(["localhost": [unanswered, live]])
-        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: .milliseconds(300), resolver: resolver)
-        defer { client.shutdown() }
-        #expect(try await client.send(request("https://localhost:\(server.port)/3/device/token")).status == 200)
-        #expect(client.connectionsOpened.current == 2)
+        try await Self.withFirstAddress(port: Int(mute.port), connectTimeout: .milliseconds(300)) { client, url, _ async throws in
+            #expect(try await client.send(request(url)).status == 200)
+            #expect(client.connectionsOpened.current == 2)
+        }
     }
 
     @Test("the walk through a name's addresses goes on after the request that started it gave up, so the next request finds the connection up")
     func walkOutlivesTheRequest() async throws {
-        let pki = try await TestPKI.make()
-        defer { pki.remove() }
-        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
-        defer { server.stop() }
         let silent = try SilentAddress()
         try #require(silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
-        let unanswered = try #require(ResolvedAddress(numeric: "127.0.0.1", port: silent.port))
-        let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
-        let resolver = ScriptedResolver(["localhost": [unanswered, live]])
-        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: .milliseconds(500), resolver: resolver)
-        defer { client.shutdown() }
-        let url = "https://localhost:\(server.port)/3/device/token"
-        // Gives up while the first address is still being waited for.
-        await #expect(throws: OutboundHTTPError.self) { try await client.send(request(url, timeout: 0.1)) }
-        #expect(try await client.send(request(url)).status == 200)
-        #expect(client.connectionsOpened.current == 2, "the second request rode the connection the walk opened")
-        #expect(resolver.lookups.current == ["localhost"], "one lookup, one walk")
+        try await Self.withFirstAddress(port: silent.port, connectTimeout: .milliseconds(500)) { client, url, resolver async throws in
+            // Gives up while the first address is still being waited for.
+            await #expect(throws: OutboundHTTPError.self) { try await client.send(request(url, timeout: 0.1)) }
+            #expect(try await client.send(request(url)).status == 200)
+            #expect(client.connectionsOpened.current == 2, "the second request rode the connection the walk opened")
+            #expect(resolver.lookups.current == ["localhost"], "one lookup, one walk")
+        }
     }
 
     @Test("addresses that failed lately are tried last, the longest-failed first")

@@ -224,7 +224,8 @@ struct IPhonePushTests {
             #expect(headers["apns-topic"]?.stringValue == APNsFixture.bundle)
             #expect(headers["apns-priority"]?.stringValue == "10")
             #expect(headers["apns-collapse-id"]?.stringValue == visitID)
-            #expect(headers["apns-expiration"]?.stringValue == String(Int(deadline.timeIntervalSince1970)))
+            // The deadline as the outbox stored it (whole milliseconds), then floored to seconds.
+            #expect(headers["apns-expiration"]?.stringValue == String(Int(SQLValue.storedPrecision(deadline).timeIntervalSince1970)))
             let aps = try #require(record["payload"]?["aps"])
             #expect(aps["interruption-level"]?.stringValue == "time-sensitive")
             #expect(aps["category"]?.stringValue == "VISIT")
