@@ -95,10 +95,14 @@ public struct HTTPError: RenderableError, CustomStringConvertible {
     /// The one 429 body: `RATE_LIMITED` with `retry_after` (seconds, at least 1) in the
     /// envelope and the same number in `Retry-After`.
     public static func rateLimited(_ message: String, retryAfter: Int) -> HTTPError {
-        let seconds = retryAfterSeconds(retryAfter)
-        return HTTPError(status: 429, code: .rateLimited, message: message,
-                         details: ["retry_after": .number(Double(seconds))],
-                         headers: [("Retry-After", String(seconds))])
+        tryAgain(status: 429, code: .rateLimited, message: message, retryAfter: retryAfterSeconds(retryAfter))
+    }
+
+    /// An answer that asks the client to come back: `retry_after` (seconds) in the envelope
+    /// and the same number in `Retry-After` (429s, storage faults, a full server).
+    static func tryAgain(status: Int, code: ErrorCode, message: String, retryAfter: Int) -> HTTPError {
+        HTTPError(status: status, code: code, message: message, details: ["retry_after": .number(Double(retryAfter))],
+                  headers: [("Retry-After", String(retryAfter))])
     }
 
     /// What every 429 announces: at least one second.

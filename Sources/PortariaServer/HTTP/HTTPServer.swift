@@ -344,10 +344,8 @@ public final class HTTPServer: Sendable {
         var error: HTTPError
         switch refusal {
         case .total:
-            error = HTTPError(status: 503, code: .serviceUnavailable,
-                              message: "the server holds as many connections as it may; try again shortly",
-                              details: ["retry_after": .number(Double(retryAfter))],
-                              headers: [("Retry-After", String(retryAfter))])
+            error = .tryAgain(status: 503, code: .serviceUnavailable,
+                              message: "the server holds as many connections as it may; try again shortly", retryAfter: retryAfter)
         case .address:
             error = .rateLimited("this address holds as many connections as one address may", retryAfter: retryAfter)
         }

@@ -14,18 +14,13 @@ enum StorageFaultAnswer {
     static func answer(for error: StorageError) -> HTTPError? {
         switch error {
         case .unavailable:
-            return fault(503, .databaseUnavailable, "the database is unavailable; retry shortly", retryAfter: unavailableRetryAfter)
+            return .tryAgain(status: 503, code: .databaseUnavailable, message: "the database is unavailable; retry shortly", retryAfter: unavailableRetryAfter)
         case .full:
-            return fault(507, .insufficientStorage, "the server's storage is full; retry later", retryAfter: fullRetryAfter)
+            return .tryAgain(status: 507, code: .insufficientStorage, message: "the server's storage is full; retry later", retryAfter: fullRetryAfter)
         case .conflict:
-            return fault(503, .serviceUnavailable, "the server is busy; retry shortly", retryAfter: conflictRetryAfter)
+            return .tryAgain(status: 503, code: .serviceUnavailable, message: "the server is busy; retry shortly", retryAfter: conflictRetryAfter)
         case .uniqueViolation, .foreignKeyViolation, .checkViolation, .failed:
             return nil
         }
-    }
-
-    private static func fault(_ status: Int, _ code: ErrorCode, _ message: String, retryAfter: Int) -> HTTPError {
-        HTTPError(status: status, code: code, message: message, details: ["retry_after": .number(Double(retryAfter))],
-                  headers: [("Retry-After", String(retryAfter))])
     }
 }

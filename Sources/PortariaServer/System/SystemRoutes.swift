@@ -66,11 +66,16 @@ final class SharedCheck: Sendable {
         var deadline: Task<Void, Never>?
     }
 
+    private struct State {
+        /// Nil while no check runs.
+        var round: Round?
+        /// Rounds started so far: numbers the running one, so a late answer ends nothing.
+        var started: UInt64 = 0
+    }
+
     private let check: @Sendable () async -> Bool
     private let timeout: Duration
-    /// Nil while no check runs.
-    private let round = Locked<Round?>(nil)
-    private let rounds = Locked<UInt64>(0)
+    private let state = Locked(State())
 
     init(timeout: Duration = .seconds(5), _ check: @escaping @Sendable () async -> Bool) {
         self.check = check
@@ -78,25 +83,25 @@ final class SharedCheck: Sendable {
     }
 
     /// Requests waiting for the running check (tests).
-    var waiters: Int { round.withLock { $0?.waiting.count ?? 0 } }
+    var waiters: Int { state.withLock { $0.round?.waiting.count ?? 0 } }
 
     func run() async -> Bool {
         await withCheckedContinuation { continuation in
-            let started: UInt64? = round.withLock { current in
-                if current != nil {
-                    current?.waiting.append(continuation)
+            let started: UInt64? = state.withLock { state in
+                if state.round != nil {
+                    state.round?.waiting.append(continuation)
                     return nil
                 }
-                let number = rounds.withLock { $0 += 1; return $0 }
-                current = Round(waiting: [continuation], number: number)
-                return number
+                state.started += 1
+                state.round = Round(waiting: [continuation], number: state.started)
+                return state.started
             }
             guard let started else { return }
             let deadline = Task { [timeout] in
                 try? await Task.sleep(for: timeout)
                 if !Task.isCancelled { self.answer(started, false) }
             }
-            round.withLock { if $0?.number == started { $0?.deadline = deadline } }
+            state.withLock { if $0.round?.number == started { $0.round?.deadline = deadline } }
             Task { self.answer(started, await self.check()) }
         }
     }
@@ -104,9 +109,9 @@ final class SharedCheck: Sendable {
     /// Ends round `number` with `healthy`, once: the check's answer or the deadline, whichever
     /// comes first.
     private func answer(_ number: UInt64, _ healthy: Bool) {
-        let ended = round.withLock { current -> Round? in
-            guard let taken = current, taken.number == number else { return nil }
-            current = nil
+        let ended = state.withLock { state -> Round? in
+            guard let taken = state.round, taken.number == number else { return nil }
+            state.round = nil
             return taken
         }
         guard let ended else { return }
