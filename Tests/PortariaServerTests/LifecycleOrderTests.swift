@@ -71,4 +71,32 @@ struct LifecycleOrderTests {
         try await starting.value
         #expect(journal.all == ["start database", "start server", "stop server", "stop database"])
     }
+
+    /// A reader left waiting on the bus of an application that is gone is a task nobody
+    /// can end (LeakSanitizer reports it): readers subscribe when their component starts
+    /// and leave when it stops, so building an application and dropping it holds none.
+    @Test("the event bus has readers only between an application's start and its shutdown")
+    func busReadersFollowTheLifecycle() async throws {
+        let path = NSTemporaryDirectory() + "bus-readers-\(UUID().uuidString).db"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.databaseURL = "sqlite://" + path
+        configuration.dataDirectory = NSTemporaryDirectory() + "bus-readers-data-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
+
+        let unstarted = try await Application(configuration: configuration, log: Self.quiet)
+        #expect(unstarted.visits.bus.subscriberCount == 0)
+        await unstarted.shutdown()
+
+        // A database of its own: the unstarted application's file lock goes with it.
+        configuration.databaseURL = "sqlite://" + path + "-started"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + "-started" + suffix) } }
+        let application = try await Application(configuration: configuration, log: Self.quiet)
+        try await application.start()
+        // The realtime feed and the push worker's wake-up each read the bus.
+        #expect(application.visits.bus.subscriberCount == 2)
+        await application.shutdown()
+        #expect(application.visits.bus.subscriberCount == 0)
+    }
 }

@@ -123,6 +123,7 @@ public final class RealtimeFeed: Sendable {
 
     private let stream: AsyncStream<Command>
     private let started = Locked(false)
+    private let followed = Locked<EventBus?>(nil)
     private let database: any SQLDatabase
     private let hub: WebSocketHub
     private let log: Log
@@ -165,16 +166,20 @@ public final class RealtimeFeed: Sendable {
                 }
             }
             tasks += [worker, sessions] + companion.start(enqueue: { continuation.yield(.companion($0)) })
+            if let events = followed.withLock({ $0 })?.subscribe() {
+                tasks.append(Task {
+                    for await event in events { continuation.yield(.poke(companyID: event.companyID)) }
+                })
+            }
         }
     }
 
-    /// Subscribes the bus of this process: every committed event pokes its company.
+    /// Follows the bus of this process from `start()` on: every committed event pokes its
+    /// company. Nothing is subscribed before the start, so a feed that is built and never
+    /// started holds no task. An event committed before the start needs no poke: no socket
+    /// has joined yet, and a join replays from the log.
     public func follow(_ bus: EventBus) {
-        let stream = bus.subscribe()
-        let task = Task { [commands] in
-            for await event in stream { commands.yield(.poke(companyID: event.companyID)) }
-        }
-        tasks.withLock { $0.append(task) }
+        followed.withLock { $0 = bus }
     }
 
     public func poke(companyID: String) { commands.yield(.poke(companyID: companyID)) }

@@ -47,6 +47,9 @@ public final class EventBus: Sendable {
         return stream
     }
 
+    /// How many streams are subscribed now (a stream leaves when its reader ends).
+    var subscriberCount: Int { subscribers.current.count }
+
     /// Delivers committed events to every subscriber.
     public func publish(_ events: [EventRecord]) {
         guard !events.isEmpty else { return }
