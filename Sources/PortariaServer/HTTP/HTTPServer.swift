@@ -430,12 +430,6 @@ public final class HTTPServer: Sendable {
     }
 }
 
-/// A start failure worth one readable line on the terminal.
-public struct ServerStartError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-}
-
 /// An IPv4 or IPv6 listen address.
 struct SocketAddress {
     private var storage = sockaddr_storage()

@@ -51,10 +51,18 @@ public struct TrustedProxies: Sendable {
         let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         for hop in hops.reversed() where !trusts(hop) {
             // Only something that looks like an address; anything else is the proxy's problem.
-            if Self.ipv4(hop) != nil || (hop.contains(":") && hop.count <= 45) { return hop }
+            if Self.ipv4(hop) != nil || Self.looksLikeIPv6(hop) { return hop }
             return peer
         }
         return hops.first ?? peer
+    }
+
+    /// Hex digits, colons and dots (an embedded IPv4), with a colon, in at most 45 bytes
+    /// (the longest IPv6 text): the shape of an IPv6 address, so that what becomes a per-IP
+    /// limit's key is short and is not any text a client chose.
+    static func looksLikeIPv6(_ text: String) -> Bool {
+        text.utf8.count <= 45 && text.utf8.contains(UInt8(ascii: ":"))
+            && text.utf8.allSatisfy { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") || ($0 < 128 && Character(Unicode.Scalar($0)).isHexDigit) }
     }
 
     static func ipv4(_ text: String) -> UInt32? {

@@ -21,6 +21,19 @@ struct TrustedProxiesTests {
         #expect(proxies.clientAddress(peer: "::ffff:10.1.2.3", forwardedFor: "198.51.100.7") == "198.51.100.7")
     }
 
+    /// What a per-IP limit counts by is an address, not text a client chose: a hop with a
+    /// colon is taken only in the shape of an IPv6 address and its length.
+    @Test func onlyAnAddressShapedHopIsTaken() throws {
+        let proxies = try TrustedProxies(["127.0.0.1"])
+        let combining = "2001:db8::1" + String(repeating: "\u{301}", count: 40)
+        for hop in ["a:b c", "x:y", "::" + String(repeating: "0", count: 44), combining, "fe80::1%eth0", "[2001:db8::1]"] {
+            #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: hop) == "127.0.0.1", "\(hop)")
+        }
+        for hop in ["::1", "2001:DB8::7", "::ffff:198.51.100.7", "0000:0000:0000:0000:0000:ffff:255.255.255.255"] {
+            #expect(proxies.clientAddress(peer: "127.0.0.1", forwardedFor: hop) == hop)
+        }
+    }
+
     @Test func cidrBlocksMatchByPrefix() throws {
         let proxies = try TrustedProxies(["192.168.0.0/16"])
         #expect(proxies.trusts("192.168.44.1"))
