@@ -47,7 +47,9 @@ struct SecretsKeyTests {
             let loaded = try SecretsKey.load(path: path)
             #expect(try loaded.open(Self.key.seal([1, 2, 3], context: "c"), context: "c") == [1, 2, 3], "form \(index)")
         }
-        for bad in [Data("short".utf8), Data(repeating: 1, count: 31), Data(repeating: 1, count: 33)] {
+        // 64 fullwidth hex digits: hex to `Character.isHexDigit`, refused rather than a trap.
+        let fullwidth = Data(String(repeating: "ａ", count: 64).utf8)
+        for bad in [Data("short".utf8), Data(repeating: 1, count: 31), Data(repeating: 1, count: 33), fullwidth] {
             let path = directory.appendingPathComponent("bad").path
             try bad.write(to: URL(fileURLWithPath: path))
             #expect(throws: SecretsError.self) { try SecretsKey.load(path: path) }

@@ -107,6 +107,8 @@ struct DeviceRegistryTests {
     @Test("strict validation names the field", arguments: [
         (#"{"installation_id":"i1","platform":"blackberry","push_token":"x"}"#, "platform"),
         (#"{"installation_id":"i1","platform":"ios","push_token":"not-hex"}"#, "push_token"),
+        // Fullwidth Ａ–Ｆ and ０–９ are hex digits to `Character.isHexDigit`, not to APNs.
+        (#"{"installation_id":"i1","platform":"ios","push_token":"\#(String(repeating: "ａ", count: 22))"}"#, "push_token"),
         (#"{"installation_id":"i1","platform":"android","push_token":"tok","voip_token":"aa"}"#, "voip_token"),
         (#"{"installation_id":"","platform":"android","push_token":"tok"}"#, "installation_id"),
         (#"{"installation_id":"i 1","platform":"android","push_token":"tok"}"#, "installation_id"),
