@@ -117,7 +117,7 @@ struct HTTP2ClientAddressTests {
 
     /// A client whose resolver gives `localhost` the port `first` on 127.0.0.1, then a live
     /// nghttpd's; the test runs `body` with it.
-    static func withFirstAddress(port first: Int, connectTimeout: Duration = .seconds(5),
+    static func withFirstAddress(port first: Int, connectTimeout: Duration = .seconds(5), attemptDelay: Duration = .milliseconds(250),
                                  _ body: (HTTP2Client, _ url: String, ScriptedResolver) async throws -> Void) async throws {
         let pki = try await TestPKI.make()
         defer { pki.remove() }
@@ -126,7 +126,7 @@ struct HTTP2ClientAddressTests {
         let firstAddress = try #require(ResolvedAddress(numeric: "127.0.0.1", port: first))
         let live = try #require(ResolvedAddress(numeric: "127.0.0.1", port: server.port))
         let resolver = ScriptedResolver(["localhost": [firstAddress, live]])
-        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: connectTimeout, resolver: resolver)
+        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: connectTimeout, attemptDelay: attemptDelay, resolver: resolver)
         defer { client.shutdown() }
         try await body(client, "https://localhost:\(server.port)/3/device/token", resolver)
     }
@@ -144,11 +144,39 @@ struct HTTP2ClientAddressTests {
         let silent = try SilentAddress()
         try #require(silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
         // The request's own timeout (30 s) is far above the connect timeout: only moving
-        // on to the next address can answer it.
-        try await Self.withFirstAddress(port: silent.port, connectTimeout: .milliseconds(300)) { client, url, _ async throws in
+        // on to the next address can answer it. No racing here: the attempt delay is longer.
+        try await Self.withFirstAddress(port: silent.port, connectTimeout: .milliseconds(300), attemptDelay: .seconds(60)) { client, url, _ async throws in
             #expect(try await client.send(request(url)).status == 200)
             #expect(client.connectionsOpened.current == 2)
         }
+    }
+
+    @Test("a connect left unanswered does not hold a ring for the connect timeout: the next address is raced beside it and the first to connect is kept")
+    func slowConnectIsRaced() async throws {
+        let silent = try SilentAddress()
+        try #require(silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
+        // The connect timeout (60 s) is far above the request's own (10 s): only starting the
+        // next address beside the silent one, after the attempt delay, can answer it.
+        try await Self.withFirstAddress(port: silent.port, connectTimeout: .seconds(60)) { client, url, _ async throws in
+            #expect(try await client.send(request(url, timeout: 10)).status == 200)
+            #expect(client.connectionsOpened.current == 2)
+            #expect(try await client.send(request(url, timeout: 10)).status == 200, "the raced connection carries the next request")
+            #expect(client.connectionsOpened.current == 2)
+        }
+    }
+
+    @Test("a name's IPv6 and IPv4 addresses take turns, led by the first address's family; lately failed ones still go last")
+    func familiesTakeTurns() throws {
+        let client = try HTTP2Client()
+        defer { client.shutdown() }
+        let v6 = try (1...3).map { try #require(ResolvedAddress(numeric: "2001:db8::\($0)", port: 443)) }
+        let v4 = try (1...2).map { try #require(ResolvedAddress(numeric: "192.0.2.\($0)", port: 443)) }
+        #expect(client.inTryingOrder(v6 + v4).map(\.description)
+                == ["[2001:db8::1]:443", "192.0.2.1:443", "[2001:db8::2]:443", "192.0.2.2:443", "[2001:db8::3]:443"])
+        #expect(client.inTryingOrder([v4[0], v6[0], v6[1]]).map(\.description) == ["192.0.2.1:443", "[2001:db8::1]:443", "[2001:db8::2]:443"])
+        client.failedAddresses = [v6[0].description: ContinuousClock.now]
+        #expect(client.inTryingOrder(v6 + v4).map(\.description)
+                == ["[2001:db8::2]:443", "192.0.2.1:443", "[2001:db8::3]:443", "192.0.2.2:443", "[2001:db8::1]:443"])
     }
 
     @Test("an address that takes the connection but never answers TLS gives way to the next after the timeout")
@@ -165,7 +193,7 @@ struct HTTP2ClientAddressTests {
     func walkOutlivesTheRequest() async throws {
         let silent = try SilentAddress()
         try #require(silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
-        try await Self.withFirstAddress(port: silent.port, connectTimeout: .milliseconds(500)) { client, url, resolver async throws in
+        try await Self.withFirstAddress(port: silent.port, connectTimeout: .milliseconds(500), attemptDelay: .seconds(60)) { client, url, resolver async throws in
             // Gives up while the first address is still being waited for.
             await #expect(throws: OutboundHTTPError.self) { try await client.send(request(url, timeout: 0.1)) }
             #expect(try await client.send(request(url)).status == 200)

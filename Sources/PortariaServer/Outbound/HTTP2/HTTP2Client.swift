@@ -22,17 +22,21 @@ import Glibc
 ///
 /// A new connection's host name is looked up on another thread (`HostResolver`), so a
 /// slow DNS answer holds up only the requests for that origin; the connect tries each
-/// address the name has, in order, moving on when one refuses or does not answer within
-/// `connectTimeout` — one dead address of a push service does not stop the pushes.
+/// address the name has, IPv6 and IPv4 taking turns, moving on when one refuses or does
+/// not answer within `connectTimeout`. A connect still unanswered after `attemptDelay`
+/// races the next address beside it, and the first to connect is kept (Happy Eyeballs,
+/// RFC 8305): a dead address, or an IPv6 path that drops packets, costs a ring a quarter
+/// of a second, not the connect timeout.
 public final class HTTP2Client: @unchecked Sendable {
-    // Touched only by the loop thread: `connections`, `draining`, `waiting`, `readBuffer`,
-    // `resolving`, `failedAddresses`. Locked: `incoming`, `stopped`, `resolved`.
+    // Touched only by the loop thread: `connections`, `racing`, `draining`, `waiting`,
+    // `readBuffer`, `resolving`, `failedAddresses`. Locked: `incoming`, `stopped`, `resolved`.
     private let context: TLSContext
     private let wakePipe: WakePipe
     private let maxConcurrentStreams: Int
     private let pingInterval: Duration
     private let pingTimeout: Duration
     private let connectTimeout: Duration
+    let attemptDelay: Duration
     private let resolver: any HostResolver
     /// Origins whose name is being looked up (loop thread), and the answers the lookups
     /// left for the loop (locked).
@@ -47,7 +51,10 @@ public final class HTTP2Client: @unchecked Sendable {
     private let threadName: String
     private let log: Log
     /// The connection each origin's new streams go on.
-    private var connections: [Origin: HTTP2Connection] = [:]
+    var connections: [Origin: HTTP2Connection] = [:]
+    /// Earlier connects to other addresses of an origin whose `connections` entry is a
+    /// later one, still racing it: the first of them all to connect is kept.
+    var racing: [HTTP2Connection] = []
     /// Connections after GOAWAY, finishing the streams they still carry.
     private var draining: [HTTP2Connection] = []
     /// Requests waiting for a stream, per origin, oldest first.
@@ -72,17 +79,20 @@ public final class HTTP2Client: @unchecked Sendable {
     ///   - pingTimeout: a PING unanswered this long means the peer is gone: the connection
     ///     closes and the next request opens a new one.
     ///   - connectTimeout: how long one address may take to accept the TCP connection
-    ///     before the next one is tried.
+    ///     (and then to finish the TLS handshake) before it is given up.
+    ///   - attemptDelay: how long a connect may go unanswered before the name's next
+    ///     address is tried beside it (RFC 8305 recommends 250 ms).
     ///   - resolver: turns host names into addresses (tests map names to local servers).
     public init(caFile: String? = nil, maxConcurrentStreams: Int = 100, pingInterval: Duration = .seconds(60),
                 pingTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5),
-                resolver: any HostResolver = SystemHostResolver(), label: String = "http2", log: Log = .shared) throws {
+                attemptDelay: Duration = .milliseconds(250), resolver: any HostResolver = SystemHostResolver(), label: String = "http2", log: Log = .shared) throws {
         context = try TLSContext(caFile: caFile)
         wakePipe = try WakePipe()
         self.maxConcurrentStreams = max(1, maxConcurrentStreams)
         self.pingInterval = pingInterval
         self.pingTimeout = pingTimeout
         self.connectTimeout = connectTimeout
+        self.attemptDelay = attemptDelay
         self.resolver = resolver
         self.log = log
         threadName = String("portaria.\(label)".utf8.prefix(15)) ?? "portaria.http2"
@@ -185,7 +195,7 @@ public final class HTTP2Client: @unchecked Sendable {
             descriptors.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
             descriptors.append(pollfd(fd: wakePipe.readEnd, events: Int16(POLLIN), revents: 0))
-            for connection in Array(connections.values) + draining {
+            for connection in Array(connections.values) + racing + draining {
                 var events = Int16(POLLIN)
                 switch connection.state {
                 case .connecting: events = Int16(POLLOUT)
@@ -198,7 +208,8 @@ public final class HTTP2Client: @unchecked Sendable {
             }
             // Deadlines are looked at every 100 ms while anything waits or flies; PINGs
             // at least every second.
-            let busy = !waiting.isEmpty || connections.values.contains { !$0.streams.isEmpty } || !draining.isEmpty
+            let busy = !waiting.isEmpty || connections.values.contains { !$0.streams.isEmpty || $0.state != .open }
+                || !racing.isEmpty || !draining.isEmpty
             _ = poll(&descriptors, nfds_t(descriptors.count), busy ? 100 : 1000)
             woken = descriptors[0].revents != 0
             for (index, connection) in polled.enumerated() {
@@ -217,6 +228,7 @@ public final class HTTP2Client: @unchecked Sendable {
             guard error == 0 else {
                 return connectFailed(connection, "connect to \(connection.origin.authority) at \(connection.address): \(String(cString: strerror(error)))")
             }
+            won(connection)
             connection.state = .handshaking
             connection.stepStartedAt = .now
             handshake(connection)
@@ -295,7 +307,7 @@ public final class HTTP2Client: @unchecked Sendable {
     /// fails what waits for it when none does (or the lookup failed).
     /// - Parameter walking: the next addresses after one that failed; they are tried even
     ///   when nothing waits any more, so the connection is up for the next request.
-    private func open(_ origin: Origin, _ answer: Result<[ResolvedAddress], any Error>,
+    func open(_ origin: Origin, _ answer: Result<[ResolvedAddress], any Error>,
                       after previous: String? = nil, walking: Bool = false) {
         guard walking || waiting[origin] != nil, connections[origin] == nil else { return }
         var lastError: any Error = OutboundHTTPError.transport(previous ?? "\(origin.host) has no address")
@@ -315,26 +327,30 @@ public final class HTTP2Client: @unchecked Sendable {
                 }
             }
         }
+        // An earlier connect still racing carries on alone.
+        if resumeRacing(origin) { return }
         waiting[origin]?.failAll(lastError)
         waiting[origin] = nil
     }
 
-    /// Addresses that have not failed lately first, in the resolver's order; then those
-    /// that have, the longest ago first.
-    func inTryingOrder(_ addresses: [ResolvedAddress]) -> [ResolvedAddress] {
-        let lately = ContinuousClock.now.advanced(by: .seconds(-600))
-        let failedAt = addresses.map { failedAddresses[$0.description].flatMap { $0 > lately ? $0 : nil } }
-        let fresh = zip(addresses, failedAt).filter { $0.1 == nil }.map(\.0)
-        let failed = zip(addresses, failedAt).compactMap { pair in pair.1.map { (pair.0, $0) } }.sorted { $0.1 < $1.1 }.map(\.0)
-        return fresh + failed
-    }
-
     /// The connect to one address failed or timed out: the next address, if the name has
-    /// one, else everything waiting for the origin fails.
+    /// one, else an earlier connect still racing, else everything waiting for the origin
+    /// fails. A connect that was only racing a later one just ends.
     private func connectFailed(_ connection: HTTP2Connection, _ reason: String) {
         let now = ContinuousClock.now
         if failedAddresses.count >= 1024 { failedAddresses = failedAddresses.filter { $0.value.duration(to: now) < .seconds(600) } }
         failedAddresses[connection.address.description] = now
+        if let index = racing.firstIndex(where: { $0 === connection }) {
+            racing.remove(at: index)
+            return retire(connection)
+        }
+        if connection.untried.isEmpty, connections[connection.origin] === connection,
+           racing.contains(where: { $0.origin == connection.origin }) {
+            connections[connection.origin] = nil
+            retire(connection)
+            _ = resumeRacing(connection.origin)
+            return
+        }
         guard !connection.untried.isEmpty, connections[connection.origin] === connection else {
             return unreachable(connection, reason)
         }
@@ -417,12 +433,13 @@ public final class HTTP2Client: @unchecked Sendable {
         // A connect, and then a TLS handshake, each get `connectTimeout`: a peer that takes
         // the TCP connection but never finishes TLS (a balancer without a backend) would
         // otherwise hold the origin's one connection slot for ever.
-        for connection in Array(connections.values) where connection.state == .connecting || connection.state == .handshaking {
+        for connection in Array(connections.values) + racing where connection.state == .connecting || connection.state == .handshaking {
             let step = connection.state == .connecting ? "connect" : "TLS handshake"
             if connection.stepStartedAt.duration(to: now) >= connectTimeout {
                 connectFailed(connection, "\(step) with \(connection.origin.authority) at \(connection.address): no answer in \(connectTimeout)")
             }
         }
+        raceSlowConnects(now)
         for connection in Array(connections.values) + draining {
             var timedOut = false
             for (streamID, exchange) in connection.streams where exchange.deadline <= now {
@@ -457,12 +474,13 @@ public final class HTTP2Client: @unchecked Sendable {
         for exchange in taken { exchange.finish(.failure(error)) }
         for var queue in waiting.values { queue.failAll(error) }
         waiting.removeAll()
-        for connection in Array(connections.values) + draining {
+        for connection in Array(connections.values) + racing + draining {
             for exchange in connection.streams.values { exchange.finish(.failure(error)) }
             connection.streams.removeAll()
             connection.close()
         }
         connections.removeAll()
+        racing.removeAll()
         draining.removeAll()
     }
 }

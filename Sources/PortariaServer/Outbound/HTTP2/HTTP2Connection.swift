@@ -101,6 +101,8 @@ final class HTTP2Connection {
     let untried: ArraySlice<ResolvedAddress>
     /// When the connect, or once connected the TLS handshake, began.
     var stepStartedAt = ContinuousClock.now
+    /// The next address has been started beside this connect (once per connect).
+    var racedNext = false
 
     init(origin: Origin, address: ResolvedAddress, untried: ArraySlice<ResolvedAddress>, context: TLSContext) throws {
         self.origin = origin

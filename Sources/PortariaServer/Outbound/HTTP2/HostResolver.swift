@@ -29,6 +29,8 @@ public struct ResolvedAddress: @unchecked Sendable, CustomStringConvertible {
         description = status == 0 ? "\(printed):\(text(service))" : "(unprintable address)"
     }
 
+    var isIPv6: Bool { Int32(storage.ss_family) == AF_INET6 }
+
     /// A numeric IPv4 or IPv6 address with its port (tests name their servers this way).
     public init?(numeric host: String, port: Int) {
         var hints = addrinfo()
