@@ -85,6 +85,44 @@ final class SilentAddress {
     }
 }
 
+/// A silent address that starts answering when told to: from then on it accepts every
+/// connection (the queue's fillers too) and relays its bytes to a live server, as a
+/// congested path that clears would.
+final class LateAddress {
+    let silent: SilentAddress
+    private let target: Int
+
+    init(relayingTo target: Int) throws {
+        silent = try SilentAddress()
+        self.target = target
+    }
+
+    func startAnswering() {
+        let (listener, target) = (silent.listener, target)
+        Thread {
+            while true {
+                let accepted = accept(listener, nil, nil)
+                guard accepted >= 0 else { return }
+                let upstream = SilentAddress.startConnect(target)
+                var ready = pollfd(fd: upstream, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&ready, 1, 5000)
+                let flags = fcntl(upstream, F_GETFL)
+                _ = fcntl(upstream, F_SETFL, flags & ~Int32(O_NONBLOCK))
+                for (from, to) in [(accepted, upstream), (upstream, accepted)] {
+                    Thread {
+                        var buffer = [UInt8](repeating: 0, count: 16384)
+                        while true {
+                            let count = read(from, &buffer, buffer.count)
+                            guard count > 0, write(to, buffer, count) == count else { break }
+                        }
+                        shutdown(to, Int32(SHUT_WR))
+                    }.start()
+                }
+            }
+        }.start()
+    }
+}
+
 /// Name lookups run off the client's I/O thread, and a connect tries every address of the
 /// name in turn: a slow DNS answer or one dead address of a push service does not stop
 /// the pushes.
@@ -163,6 +201,29 @@ struct HTTP2ClientAddressTests {
             #expect(try await client.send(request(url, timeout: 10)).status == 200, "the raced connection carries the next request")
             #expect(client.connectionsOpened.current == 2)
         }
+    }
+
+    @Test("the address raced after a silent one refuses: the silent connect, still going, is waited for and carries the request once it connects")
+    func racedConnectResumes() async throws {
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let (server, _) = try await HTTP2ClientTests.sink(pki, [])
+        defer { server.stop() }
+        let late = try LateAddress(relayingTo: server.port)
+        try #require(late.silent.staysSilent(milliseconds: 300), "this kernel answers connects to a full accept queue")
+        let slow = try #require(ResolvedAddress(numeric: "127.0.0.1", port: late.silent.port))
+        let refusing = try #require(ResolvedAddress(numeric: "127.0.0.1", port: try unusedPort()))
+        // A connect timeout past the kernel's third SYN (sent 7 s in): the freed queue takes one.
+        let client = try HTTP2Client(caFile: pki.caFile, connectTimeout: .seconds(15),
+                                     resolver: ScriptedResolver(["localhost": [slow, refusing]]))
+        defer { client.shutdown() }
+        let answer = Task { try await client.send(request("https://localhost:\(server.port)/3/device/token", timeout: 20)) }
+        // By now the refusing address has been raced and has failed: the request must not
+        // have failed with it.
+        try await Task.sleep(for: .seconds(1))
+        late.startAnswering()
+        #expect(try await answer.value.status == 200)
+        #expect(client.connectionsOpened.current == 2, "the silent address and the refusing one")
     }
 
     @Test("a name's IPv6 and IPv4 addresses take turns, led by the first address's family; lately failed ones still go last")

@@ -5,17 +5,26 @@ import Foundation
 /// thread only.
 extension HTTP2Client {
     /// The first connect of an origin to succeed is its connection: the others racing it
-    /// are closed.
-    func won(_ winner: HTTP2Connection) {
+    /// are closed, and those that had been raced (unanswered for `attemptDelay`) count as
+    /// failed, so the next connection tries them last. False, and `winner` closed, when the
+    /// origin has a connection past its connect already (then nothing raced it).
+    func won(_ winner: HTTP2Connection) -> Bool {
         let origin = winner.origin
-        racing.removeAll { attempt in
-            guard attempt.origin == origin, attempt !== winner else { return false }
-            attempt.close()
-            return true
+        if let current = connections[origin], current !== winner, current.state != .connecting {
+            winner.close()
+            racing.removeAll { $0 === winner }
+            return false
         }
-        racing.removeAll { $0 === winner }
-        if let current = connections[origin], current !== winner { current.close() }
+        let now = ContinuousClock.now
+        let losers = racing.filter { $0.origin == origin && $0 !== winner }
+            + [connections[origin]].compactMap { $0 }.filter { $0 !== winner }
+        racing.removeAll { $0.origin == origin }
+        for loser in losers {
+            if loser.racedNext { failedAddresses[loser.address.description] = now }
+            loser.close()
+        }
         connections[origin] = winner
+        return true
     }
 
     /// After the origin's latest connect failed: the most recent earlier one still racing

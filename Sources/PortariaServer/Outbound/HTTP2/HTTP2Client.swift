@@ -228,7 +228,7 @@ public final class HTTP2Client: @unchecked Sendable {
             guard error == 0 else {
                 return connectFailed(connection, "connect to \(connection.origin.authority) at \(connection.address): \(String(cString: strerror(error)))")
             }
-            won(connection)
+            guard won(connection) else { return }
             connection.state = .handshaking
             connection.stepStartedAt = .now
             handshake(connection)
@@ -344,14 +344,15 @@ public final class HTTP2Client: @unchecked Sendable {
             racing.remove(at: index)
             return retire(connection)
         }
-        if connection.untried.isEmpty, connections[connection.origin] === connection,
-           racing.contains(where: { $0.origin == connection.origin }) {
+        // A connect that raced the next address has had every later one tried after it.
+        let nothingLeft = connection.untried.isEmpty || connection.racedNext
+        if nothingLeft, connections[connection.origin] === connection, racing.contains(where: { $0.origin == connection.origin }) {
             connections[connection.origin] = nil
             retire(connection)
             _ = resumeRacing(connection.origin)
             return
         }
-        guard !connection.untried.isEmpty, connections[connection.origin] === connection else {
+        guard !nothingLeft, connections[connection.origin] === connection else {
             return unreachable(connection, reason)
         }
         log.warning("push service address unreachable, trying the next", [
