@@ -28,7 +28,7 @@ public struct SecretsKey: Sendable {
         let raw = Array(data)
         if raw.count == 32 { return try SecretsKey(bytes: raw) }
         let text = String(decoding: raw, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if text.count == 64, text.allSatisfy({ $0.isASCII && $0.isHexDigit }) {
+        if text.count == 64, text.allSatisfy(\.isASCIIHexDigit) {
             var bytes: [UInt8] = []
             var index = text.startIndex
             while index < text.endIndex {

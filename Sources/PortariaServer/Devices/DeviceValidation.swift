@@ -86,7 +86,7 @@ enum DeviceValidation {
     }
 
     static func isHexToken(_ token: String) -> Bool {
-        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && token.allSatisfy { $0.isASCII && $0.isHexDigit }
+        (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && token.allSatisfy(\.isASCIIHexDigit)
     }
 
     static func isOpaqueToken(_ token: String) -> Bool {

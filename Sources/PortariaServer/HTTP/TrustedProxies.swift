@@ -1,4 +1,5 @@
 import Foundation
+import PortariaCore
 
 /// Which proxies may tell us the client's address. Behind a TLS-terminating proxy every
 /// request comes from the proxy, so per-IP limits (login, OTP, gate) would put all
@@ -61,8 +62,7 @@ public struct TrustedProxies: Sendable {
     /// (the longest IPv6 text): the shape of an IPv6 address, so that what becomes a per-IP
     /// limit's key is short and is not any text a client chose.
     static func looksLikeIPv6(_ text: String) -> Bool {
-        text.utf8.count <= 45 && text.utf8.contains(UInt8(ascii: ":"))
-            && text.utf8.allSatisfy { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") || ($0 < 128 && Character(Unicode.Scalar($0)).isHexDigit) }
+        text.utf8.count <= 45 && text.contains(":") && text.allSatisfy { $0 == ":" || $0 == "." || $0.isASCIIHexDigit }
     }
 
     static func ipv4(_ text: String) -> UInt32? {
